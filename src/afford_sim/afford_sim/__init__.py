@@ -1,0 +1,1 @@
+"""Simulation for the afford stack: procedural assets with part labels, scenes, MuJoCo worlds."""
