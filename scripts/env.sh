@@ -1,0 +1,13 @@
+# Source this to use the stack from a shell: venv, ROS 2 wheels, offline models, headless GL.
+_AFFORD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck disable=SC1091
+source "$_AFFORD_ROOT/.venv/bin/activate"
+export AMENT_PREFIX_PATH="$_AFFORD_ROOT/.venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
+export ROS_HOME="${ROS_HOME:-$_AFFORD_ROOT/.ros}"
+export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+# The MiniLM text model ships inside a pip package; never reach for a hub.
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+# Offscreen rendering without a display; EGL on Mesa works on these CPU machines.
+export MUJOCO_GL="${MUJOCO_GL:-egl}"
+export PYOPENGL_PLATFORM="${PYOPENGL_PLATFORM:-$MUJOCO_GL}"
+unset _AFFORD_ROOT

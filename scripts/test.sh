@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up (idempotent, fast when already done) and runs the whole test suite.
+# This is the README's test command; CI runs exactly this.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+./scripts/setup.sh
+source scripts/env.sh
+exec "$ROOT/.venv/bin/python" -m pytest -q "$@"

@@ -1,0 +1,1 @@
+"""Bring-up for the afford stack: the spine runner, the ``afford`` CLI, graph description."""

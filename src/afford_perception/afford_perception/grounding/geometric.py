@@ -1,0 +1,692 @@
+"""Geometric part grounding: a category prior names the part, a partition of the cloud finds it.
+
+No labels and no learning. Each category has a small partition rule (``RULES``) that splits an
+observed cloud, in the world frame, into the category's parts from shape alone. The rules are
+written for what one camera sees: half an object, depth noise, holes. They assume what holds on
+a table top: objects stand upright (world z is their up axis), and fixed furniture shows its
+front to the robot. Nothing assumes the table height, the object's position or its yaw.
+
+Shared steps:
+
+- *Normals* are estimated from the points (PCA of the k nearest neighbours), never taken from
+  the cloud, so a simulated view is not graded with normals a real camera does not give.
+- *Body axis* of an upright object of revolution: the horizontal part of every wall normal points
+  at the vertical axis, so the axis is the least-squares intersection of those 2-D lines,
+  re-weighted (Cauchy) to ignore handles and spouts. This works on the visible half of a body
+  and on tapered bodies (cups, bowls), where a circle fit of a partial arc does not.
+- *Body profile*: the body radius per height band is the median radial distance of the wall
+  points (horizontal normals) in that band; a handle covers less than half of any band.
+- *Protrusions*: points whose radial distance exceeds the body profile by ``protrusion_high`` seed
+  a region that grows through neighbours above ``protrusion_low`` (hysteresis, so the handle's
+  root near the wall is kept while wall noise is not); connected groups smaller than
+  ``min_cluster_points`` are noise.
+
+Scores are soft: 0.5 is the decision boundary, and a point's distance from it grows with its
+margin (how far beyond the body radius, how far along the tool axis past the split).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
+
+from afford_perception.grounding.base import GroundingSource, register_source
+from afford_perception.ontology import category
+from afford_perception.types import ObjectCloud
+
+
+# Depth of the rim band per open container (m). A category prior: the lip of a mug, a rolled
+# paper-cup bead, the upper curve of a bowl wall. Values sit mid-range of the asset library's
+# rim bands, which follow the same real objects.
+RIM_DEPTH: dict[str, float] = {"mug": 0.010, "paper_cup": 0.008, "bowl": 0.012}
+# A lid seats on the wall top with a lip a few millimetres tall (m): the lid starts this far
+# below where the wall points end (the lip's own wall-like points end the wall a little high).
+LID_SEAT = 0.004
+# Correlation of radius with height above which a protrusion beside a kettle is a spout.
+SPOUT_CLIMB = 0.5
+
+
+@dataclass(frozen=True)
+class GeometricConfig:
+    """Thresholds of the geometric partition (metres unless noted).
+
+    Attributes:
+        normal_neighbors: Neighbours per point for normal estimation; larger is smoother under
+            depth noise but blurs thin parts.
+        protrusion_high: Radial excess over the body profile that surely marks a handle or spout
+            point (well above depth noise plus wall thickness).
+        protrusion_low: Excess down to which a protrusion grows from its seeds (the handle root).
+        cluster_radius: Points closer than this are connected when grouping protrusions.
+        min_cluster_points: Protrusion groups with fewer points are treated as noise.
+        height_band: Height of the bands of the body radius profile.
+        rim_depth: Depth of the rim band below the top of an open container, per category
+            (the lip a pinch grasp or a pouring edge uses); see ``RIM_DEPTH``.
+        softness: Width over which a geometric score passes from 0.5 to 1 (or 0).
+        axis_iterations: Re-weighting iterations of the robust body-axis fit.
+        cap_depth: Height of a bottle's screw cap (a category prior; caps are 12-20 mm).
+    """
+
+    normal_neighbors: int = 16
+    protrusion_high: float = 0.010
+    protrusion_low: float = 0.004
+    cluster_radius: float = 0.012
+    min_cluster_points: int = 8
+    height_band: float = 0.01
+    rim_depth: dict[str, float] = field(default_factory=lambda: dict(RIM_DEPTH))
+    softness: float = 0.004
+    axis_iterations: int = 12
+    cap_depth: float = 0.016
+
+    def __post_init__(self) -> None:
+        if self.normal_neighbors < 5:
+            raise ValueError(f"normal_neighbors must be >= 5 to fit a plane, got {self.normal_neighbors}")
+        if not 0 < self.protrusion_low < self.protrusion_high:
+            raise ValueError(
+                f"need 0 < protrusion_low < protrusion_high, got {self.protrusion_low}, {self.protrusion_high}"
+            )
+        for name in ("cluster_radius", "height_band", "softness", "cap_depth"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        bad = {k: v for k, v in self.rim_depth.items() if not 0 < v < 0.05}
+        if bad:
+            raise ValueError(f"rim depths must be in (0, 0.05) m, got {bad}")
+        if self.min_cluster_points < 1 or self.axis_iterations < 1:
+            raise ValueError("min_cluster_points and axis_iterations must be >= 1")
+
+
+Scores = dict[str, np.ndarray]
+Rule = Callable[["_Cloud"], Scores]
+
+
+# --- shared geometry ---------------------------------------------------------------------------
+
+
+def _ramp(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """0 at ``lo``, 1 at ``hi``, linear between (either order)."""
+    return np.clip((x - lo) / (hi - lo), 0.0, 1.0)
+
+
+def _decided(member: np.ndarray, margin: np.ndarray) -> np.ndarray:
+    """Soft scores consistent with a hard decision.
+
+    ``margin`` in [0, 1] is how clearly a point is on its side of the boundary: members score
+    0.5 + margin / 2, the others just under 0.5 down to 0, so ``scores >= 0.5`` is the decision.
+    """
+    margin = np.clip(margin, 0.0, 1.0)
+    return np.where(member, 0.5 + 0.5 * margin, np.minimum(0.5 - 0.5 * margin, 0.499))
+
+
+def estimate_normals(points: np.ndarray, k: int) -> np.ndarray:
+    """Unit normals (unsigned) from the PCA of each point's ``k`` nearest neighbours."""
+    k = min(k, len(points))
+    _, idx = cKDTree(points).query(points, k=k)
+    nb = points[idx] - points[idx].mean(axis=1, keepdims=True)
+    cov = np.einsum("nki,nkj->nij", nb, nb)
+    _, vecs = np.linalg.eigh(cov)
+    return vecs[:, :, 0]  # eigenvector of the smallest eigenvalue
+
+
+def clusters(points: np.ndarray, radius: float) -> np.ndarray:
+    """Connected-component label per point, linking points closer than ``radius``."""
+    if len(points) == 0:
+        return np.zeros(0, dtype=np.int64)
+    pairs = cKDTree(points).query_pairs(radius, output_type="ndarray")
+    n = len(points)
+    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    return connected_components(graph, directed=False)[1]
+
+
+class _Cloud:
+    """An observed cloud with lazily computed shared geometry for the rules."""
+
+    def __init__(self, points: np.ndarray, category: str, config: GeometricConfig) -> None:
+        self.p = points
+        self.category = category
+        self.cfg = config
+        self.n = len(points)
+        self._normals: np.ndarray | None = None
+
+    @property
+    def normals(self) -> np.ndarray:
+        if self._normals is None:
+            self._normals = estimate_normals(self.p, self.cfg.normal_neighbors)
+        return self._normals
+
+    @property
+    def floor(self) -> float:
+        """Height of the support surface: the lowest points of an upright object touch it."""
+        return float(np.percentile(self.p[:, 2], 0.5))
+
+    def grow(self, seeds: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+        """Hysteresis grouping: connected groups of ``allowed | seeds`` points that hold at least
+        ``min_cluster_points`` seeds, a quarter of the group or more.
+
+        A handle is mostly seed with a fringe of weaker points at its root; a band of the body
+        that sits a little proud (a slightly misplaced axis, a lid's lip) is mostly fringe with a
+        few noisy seeds, and is dropped.
+        """
+        out = np.zeros(self.n, dtype=bool)
+        idx = np.flatnonzero(allowed | seeds)
+        if len(idx) == 0:
+            return out
+        labels = clusters(self.p[idx], self.cfg.cluster_radius)
+        sizes = np.bincount(labels)
+        seeded = np.bincount(labels, weights=seeds[idx].astype(float), minlength=len(sizes))
+        good = (seeded >= self.cfg.min_cluster_points) & (seeded >= 0.25 * sizes)
+        out[idx[good[labels]]] = True
+        return out
+
+
+# --- upright objects of revolution ---------------------------------------------------------------
+
+
+class _Revolution:
+    """An upright body of revolution fitted to a cloud.
+
+    Attributes (per point unless noted): ``h`` height above the support, ``rho`` distance from
+    the body axis, ``excess`` = ``rho`` minus the body radius at that height, ``wall`` whether
+    the point's normal is horizontal; ``centre`` (2,) the axis, ``wall_top`` the height where the
+    body's side wall ends (the rim of an open vessel, the seat of a lid).
+    """
+
+    # Azimuth sectors a height band's wall points must cover to count as the body: the visible
+    # half of a body covers about 12 of 24; a handle or a spout one or two.
+    SECTORS = 24
+    BODY_SECTORS = 5
+
+    def __init__(self, c: _Cloud) -> None:
+        self.c = c
+        cfg = c.cfg
+        self.h = c.p[:, 2] - c.floor
+        self.wall = np.abs(c.normals[:, 2]) < 0.8
+        nb = max(1, int(np.ceil(max(float(self.h.max()), cfg.height_band) / cfg.height_band)))
+        self.band = np.clip((self.h / cfg.height_band).astype(int), 0, nb - 1)
+        self._place(self._axis(np.ones(c.n, dtype=bool)))
+        self.radius, self.body_band = self._profile(nb)
+        # Again with the body's own wall points only: handles and spouts, now known, drop out.
+        inliers = self.body_band[self.band] & (np.abs(self.rho - self.radius) < cfg.protrusion_low)
+        if inliers.sum() >= 10:
+            self._place(self._axis(inliers))
+            self.radius, self.body_band = self._profile(nb)
+        self.excess = self.rho - self.radius
+        self.wall_top = self._wall_top()
+
+    def _axis(self, use: np.ndarray) -> np.ndarray:
+        """Least-squares intersection of the horizontal normal lines of ``use``, Cauchy re-weighted."""
+        c = self.c
+        p = c.p[use, :2]
+        nxy = c.normals[use, :2]
+        strength = np.linalg.norm(nxy, axis=1)
+        d = nxy / np.maximum(strength, 1e-9)[:, None]
+        w0 = strength**4  # wall points (horizontal normals) carry the axis; floors and lids do not
+        proj = np.eye(2)[None] - d[:, :, None] * d[:, None, :]
+        centre = p.mean(axis=0)
+        scale = 0.02
+        for _ in range(c.cfg.axis_iterations):
+            off = np.einsum("nij,nj->ni", proj, centre - p)  # from each normal line to the centre
+            w = w0 / (1.0 + (np.linalg.norm(off, axis=1) / scale) ** 2)
+            a = np.einsum("n,nij->ij", w, proj) + 1e-9 * np.eye(2)
+            b = np.einsum("n,nij,nj->i", w, proj, p)
+            centre = np.linalg.solve(a, b)
+            scale = max(0.005, 0.7 * scale)  # anneal: coarse first, so a handle cannot capture it
+        return centre
+
+    def _place(self, centre: np.ndarray) -> None:
+        self.centre = centre
+        d = self.c.p[:, :2] - centre
+        self.rho = np.linalg.norm(d, axis=1)
+        self.azimuth = np.arctan2(d[:, 1], d[:, 0])
+
+    def _profile(self, nb: int) -> tuple[np.ndarray, np.ndarray]:
+        """Body radius at every point's height, and which height bands are body.
+
+        A band is body when its wall points spread over ``BODY_SECTORS`` azimuth sectors; its
+        radius is the median over sectors of their median distance from the axis (one vote per
+        sector, so a handle cannot carry a band), placed at the median height of those points.
+        Between adjacent body bands the radius is interpolated (tapered and flared walls).
+        Above a band that is not body (a pan handle rising above the pan, a kettle's arched
+        handle above its lid) the radius of the body band below holds, so whatever rises above a
+        body is measured against that body.
+        """
+        sector = ((self.azimuth + np.pi) / (2 * np.pi) * self.SECTORS).astype(int) % self.SECTORS
+        knot_b, knot_h, knot_r = [], [], []
+        for b in range(nb):
+            sel = self.wall & (self.band == b)
+            occupied = np.unique(sector[sel])
+            if occupied.size >= self.BODY_SECTORS:
+                knot_b.append(b)
+                knot_h.append(float(np.median(self.h[sel])))
+                knot_r.append(float(np.median([np.median(self.rho[sel & (sector == k)]) for k in occupied])))
+        body = np.zeros(nb, dtype=bool)
+        if not knot_b:  # nothing looks like a body of revolution: one radius for all
+            sel = self.wall if self.wall.any() else np.ones(self.c.n, dtype=bool)
+            return np.full(self.c.n, float(np.median(self.rho[sel]))), body | True
+        body[knot_b] = True
+        kb, kh = np.array(knot_b), np.array(knot_h)
+        # A running median over the knots removes one band pulled out by a handle seen face-on.
+        padded = np.pad(np.array(knot_r), 1, mode="edge")
+        kr = np.median(np.stack([padded[:-2], padded[1:-1], padded[2:]]), axis=0)
+        below = np.clip(np.searchsorted(kh, self.h, side="right") - 1, 0, len(kh) - 1)
+        above = np.minimum(below + 1, len(kh) - 1)
+        adjacent = (kb[above] - kb[below] == 1) & (self.h >= kh[0])
+        span = np.where(adjacent, kh[above] - kh[below], 1.0)
+        t = np.where(adjacent, np.clip((self.h - kh[below]) / span, 0.0, 1.0), 0.0)
+        return (1 - t) * kr[below] + t * kr[above], body
+
+    def _wall_top(self) -> float:
+        """Top of the side wall: the highest wall points that lie on the body surface."""
+        on_body = self.wall & (np.abs(self.excess) < self.c.cfg.protrusion_high) & self.body_band[self.band]
+        on_body &= self.rho > 0.5 * float(self.radius.max())
+        h = self.h[on_body] if on_body.any() else self.h
+        return float(np.percentile(h, 98))
+
+    @property
+    def top_radius(self) -> float:
+        """Body radius at the wall top."""
+        return float(self.radius[np.argmin(np.abs(self.h - self.wall_top))])
+
+    def protrusions(self) -> np.ndarray:
+        """Points on handles and spouts: beyond the body radius, in handle-sized groups."""
+        cfg = self.c.cfg
+        return self.c.grow(self.excess > cfg.protrusion_high, self.excess > cfg.protrusion_low)
+
+    def top(self, mask: np.ndarray | None = None) -> float:
+        """Robust top height of the points in ``mask`` (depth noise spreads the true top)."""
+        h = self.h if mask is None else self.h[mask]
+        return float(np.percentile(h, 99)) if len(h) else float(self.h.max())
+
+    def above_lid(self) -> tuple[np.ndarray, np.ndarray]:
+        """Height of each point above the lid surface, and the points clearly above it.
+
+        A lid is a low dome on the wall top; its surface is a robust line fit of height against
+        radius over the lid points away from the axis (so a knob at the centre or an arched
+        handle across the top cannot lift it). Returns (height above the lid, grouped mask of
+        points more than ``protrusion_high`` above it).
+        """
+        cfg = self.c.cfg
+        r_top = self.top_radius
+        lid = (self.h > self.wall_top - 0.005) & (self.rho > 0.3 * r_top) & (self.rho < r_top + 0.01)
+        lid &= np.abs(self.c.normals[:, 2]) > 0.7
+        if lid.sum() < 5:
+            rise = self.h - self.wall_top
+        else:
+            a, b = _robust_line(self.rho[lid], self.h[lid])
+            rise = self.h - (a + b * np.minimum(self.rho, r_top))
+        above = self.c.grow((rise > cfg.protrusion_high) & (self.h > self.wall_top),
+                            (rise > cfg.protrusion_low) & (self.h > self.wall_top - 0.01))
+        return rise, above
+
+
+def _robust_line(x: np.ndarray, y: np.ndarray, iterations: int = 10) -> tuple[float, float]:
+    """``y = a + b x`` by Cauchy-weighted least squares (outliers: handles, knobs)."""
+    w = np.ones_like(x)
+    a, b = float(np.median(y)), 0.0
+    scale = max(float(np.std(y)), 1e-3)
+    for _ in range(iterations):
+        design = np.column_stack([np.ones_like(x), x]) * w[:, None]
+        a, b = np.linalg.lstsq(design, y * w, rcond=None)[0]
+        r = y - (a + b * x)
+        scale = max(1.4826 * float(np.median(np.abs(r))), 1e-3)
+        w = 1.0 / np.sqrt(1.0 + (r / (2 * scale)) ** 2)
+    return float(a), float(b)
+
+
+def _protrusion_margin(excess: np.ndarray, member: np.ndarray, cfg: GeometricConfig) -> np.ndarray:
+    """Decision margin of protrusion membership from the excess beyond the body surface."""
+    inside = _ramp(excess, cfg.protrusion_low, cfg.protrusion_low - 2 * cfg.softness)
+    # Beyond the surface but not part of a handle-sized group: noise, an uncertain call.
+    inside = np.where(excess > cfg.protrusion_low, 0.5, inside)
+    return np.where(member, _ramp(excess, cfg.protrusion_low, cfg.protrusion_high + cfg.softness), inside)
+
+
+def _rest(scores: Scores, rest: str, n: int) -> Scores:
+    """``rest`` scores as the complement of every other part (the body is what is left)."""
+    others = [s for name, s in scores.items() if name != rest]
+    scores[rest] = 1.0 - np.max(np.stack(others), axis=0) if others else np.ones(n)
+    return scores
+
+
+def _open_container(c: _Cloud, handle: bool) -> Scores:
+    """Mug, paper cup, bowl: handle = the protrusions; rim = the top band of the wall, of a
+    per-category depth (``rim_depth``) below the top of the body."""
+    rev = _Revolution(c)
+    out: Scores = {}
+    prot = rev.protrusions() if handle else np.zeros(c.n, dtype=bool)
+    if handle:
+        out["handle"] = _decided(prot, _protrusion_margin(rev.excess, prot, c.cfg))
+    top = rev.top(~prot)
+    cfg = c.cfg
+    depth = cfg.rim_depth.get(c.category, 0.010)
+    rim_margin = _ramp(np.abs(rev.h - (top - depth)), 0.0, cfg.softness)
+    out["rim"] = _decided((rev.h >= top - depth) & ~prot, rim_margin)
+    return _rest(out, "body", c.n)
+
+
+def _mug(c: _Cloud) -> Scores:
+    return _open_container(c, handle=True)
+
+
+def _cup(c: _Cloud) -> Scores:
+    return _open_container(c, handle=False)
+
+
+def _pan(c: _Cloud) -> Scores:
+    """Pan: a shallow body of revolution; the handle is what sticks out beyond it."""
+    rev = _Revolution(c)
+    prot = rev.protrusions()
+    return _rest({"handle": _decided(prot, _protrusion_margin(rev.excess, prot, c.cfg))}, "body", c.n)
+
+
+def _pot(c: _Cloud) -> Scores:
+    """Pot: the handles are the radial protrusions (one loop on each side); the knob is what
+    rises above the lid's dome near the axis; the lid is everything from the wall top up (its
+    lip and dome); the body is the rest."""
+    cfg = c.cfg
+    rev = _Revolution(c)
+    handles = rev.protrusions()
+    rise, above = rev.above_lid()
+    knob = above & ~handles & (rev.rho < 0.5 * rev.top_radius)
+    seat = rev.wall_top - LID_SEAT
+    lid = (rev.h >= seat) & ~handles & ~knob
+    lid_margin = _ramp(np.abs(rev.h - seat), 0.0, cfg.softness)
+    return _rest({
+        "handle": _decided(handles, _protrusion_margin(rev.excess, handles, cfg)),
+        "knob": _decided(knob, _ramp(rise, cfg.protrusion_low, cfg.protrusion_high + cfg.softness)),
+        "lid": _decided(lid, lid_margin),
+    }, "body", c.n)
+
+
+def _kettle(c: _Cloud) -> Scores:
+    """Kettle: spout and handle are the protrusions, beyond the body radius or above the lid.
+
+    A group that rises above the lid is an arched top handle. Of the groups beside the body,
+    the spout climbs outwards (its distance from the axis grows with height: a correlation
+    above ``SPOUT_CLIMB``) while a side loop handle bulges symmetrically; only the group that
+    climbs most can be the spout. The lid is everything from the wall top up.
+    """
+    cfg = c.cfg
+    rev = _Revolution(c)
+    radial = rev.protrusions()
+    _, above = rev.above_lid()
+    idx = np.flatnonzero(radial | above)
+    handle = np.zeros(c.n, dtype=bool)
+    spout = np.zeros(c.n, dtype=bool)
+    if len(idx):
+        labels = clusters(c.p[idx], cfg.cluster_radius)
+        side: list[tuple[float, np.ndarray]] = []
+        for k in np.unique(labels):
+            g = idx[labels == k]
+            if len(g) < cfg.min_cluster_points:
+                continue
+            if above[g].any():
+                handle[g] = True
+            else:
+                side.append((_climb(rev.rho[g], rev.h[g]), g))
+        # Only the group that climbs most can be the spout (a kettle has one).
+        side.sort(key=lambda item: item[0], reverse=True)
+        for i, (climb, g) in enumerate(side):
+            (spout if i == 0 and climb > SPOUT_CLIMB else handle)[g] = True
+    seat = rev.wall_top - LID_SEAT
+    lid = (rev.h >= seat) & ~handle & ~spout
+    margin = _protrusion_margin(np.maximum(rev.excess, 0.0), handle | spout, cfg)
+    return _rest({
+        "handle": _decided(handle, margin),
+        "spout": _decided(spout, margin),
+        "lid": _decided(lid, _ramp(np.abs(rev.h - seat), 0.0, cfg.softness)),
+    }, "body", c.n)
+
+
+def _climb(rho: np.ndarray, h: np.ndarray) -> float:
+    """Correlation of distance from the axis with height: ~1 for a spout, ~0 for a loop."""
+    if np.std(rho) < 1e-6 or np.std(h) < 1e-6:
+        return 0.0
+    return float(np.corrcoef(rho, h)[0, 1])
+
+
+def _bottle(c: _Cloud) -> Scores:
+    """Bottle: the cap is the top ``cap_depth`` of the bottle (a screw cap sits on the neck and
+    is barely wider than it, so its height is a category prior, not a measurement)."""
+    cfg = c.cfg
+    h = c.p[:, 2] - c.floor
+    top = float(np.percentile(h, 99.5))
+    line = top - cfg.cap_depth
+    return _rest({"cap": _decided(h >= line, _ramp(np.abs(h - line), 0.0, cfg.softness))}, "body", c.n)
+
+
+# --- elongated tools lying on the table -----------------------------------------------------------
+
+
+def _elongated(c: _Cloud, thick: str, slender: str) -> Scores:
+    """Hammer, pan, scoop: the principal axis in the table plane; the thick end is ``thick``.
+
+    The cross-section size (width across the axis in the table plane plus height above the
+    table) is profiled along the axis; the handle is the slender run from the thin end, and the
+    split is where the size first rises halfway from the handle's size to the head's.
+    """
+    cfg = c.cfg
+    xy = c.p[:, :2]
+    mu = xy.mean(axis=0)
+    _, vecs = np.linalg.eigh(np.cov((xy - mu).T))
+    axis, across = vecs[:, 1], vecs[:, 0]
+    t = (xy - mu) @ axis
+    s = (xy - mu) @ across
+    height = c.p[:, 2] - c.floor
+    nb = max(4, int(np.ceil((t.max() - t.min()) / cfg.height_band)))
+    edges = np.linspace(t.min(), t.max() + 1e-9, nb + 1)
+    band = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, nb - 1)
+    size = np.full(nb, np.nan)
+    for b in range(nb):
+        sel = band == b
+        if sel.sum() >= 3:
+            size[b] = np.ptp(np.percentile(s[sel], [5, 95])) + np.percentile(height[sel], 95)
+    known = np.flatnonzero(np.isfinite(size))
+    size = np.interp(np.arange(nb), known, size[known])
+    quarter = max(1, nb // 4)
+    if size[:quarter].mean() > size[-quarter:].mean():  # orient: thin end first
+        size, t, edges = size[::-1], -t, -edges[::-1]
+    slender_size = float(np.median(size[: nb // 2]))
+    thick_size = float(size.max())
+    level = slender_size + 0.3 * (thick_size - slender_size)
+    first = int(np.argmax(size >= level))
+    split = edges[first]
+    conf = _ramp(np.abs(t - split), 0.0, cfg.softness * 2)
+    return {thick: _decided(t >= split, conf), slender: _decided(t < split, conf)}
+
+
+def _hammer(c: _Cloud) -> Scores:
+    return _elongated(c, thick="head", slender="handle")
+
+
+def _scoop(c: _Cloud) -> Scores:
+    return _elongated(c, thick="bowl", slender="handle")
+
+
+# --- articulated furniture ---------------------------------------------------------------------
+
+
+class _Front:
+    """The front face of a box-shaped piece of furniture and what protrudes from it.
+
+    The box's yaw comes from the horizontal normals (its faces are perpendicular, so their
+    directions agree modulo 90 degrees). Each of the four vertical faces that the camera sees
+    is the set of points whose normal is along that face's outward direction; its plane is the
+    densest slab of those points (a door proud of the carcass and the carcass edge form two
+    slabs; the larger wins, and handles are too small to be one). The front is the face with
+    the most points in front of its plane (the handles); with no handle visible, the face turned
+    most towards the robot (the world origin), which is how fixed furniture faces a robot cell.
+    """
+
+    def __init__(self, c: _Cloud) -> None:
+        self.c = c
+        cfg = c.cfg
+        nrm = c.normals
+        vertical = np.abs(nrm[:, 2]) < 0.3
+        ang = np.arctan2(nrm[vertical, 1], nrm[vertical, 0]) if vertical.any() else np.zeros(1)
+        theta = float(np.angle(np.exp(4j * ang).sum())) / 4.0
+        u = np.array([np.cos(theta), np.sin(theta)])
+        v = np.array([-u[1], u[0]])
+        centre = np.median(c.p[:, :2], axis=0)
+        toward_robot = -centre / max(float(np.linalg.norm(centre)), 1e-9)
+        best: tuple[tuple[int, float], float, np.ndarray, np.ndarray] | None = None
+        for d in (u, -u, v, -v):
+            x = c.p[:, :2] @ d
+            on_face = (np.abs(nrm[:, :2] @ d) > 0.8) & (x > np.median(x))
+            if on_face.sum() < max(c.cfg.min_cluster_points, 0.03 * c.n):
+                continue  # this face is out of view
+            plane = self._plane(x[on_face])
+            out = x - plane
+            slab = np.count_nonzero(np.abs(out[on_face]) < 0.006)
+            prot = c.grow(out > cfg.protrusion_high, out > cfg.protrusion_low)
+            if slab < 0.5 * on_face.sum() or prot.sum() > 0.5 * slab:
+                continue  # not a planar outer face: the edge of the top, seen past a corner
+            key = (int(prot.sum()), float(toward_robot @ d))
+            if best is None or key > best[0]:
+                best = (key, plane, d, prot)
+        if best is None:
+            raise ValueError("no vertical face of the furniture is in view; cannot find its front")
+        _, self.plane, self.direction, self.protruding = best
+        self.out = c.p[:, :2] @ self.direction - self.plane  # signed distance in front of the face
+        self.h = c.p[:, 2] - c.floor
+
+    @staticmethod
+    def _plane(x: np.ndarray) -> float:
+        """Position of the densest 4 mm slab of one face's points along its normal."""
+        width = 0.004
+        bins = max(3, int(np.ceil((x.max() - x.min()) / width)))
+        hist, edges = np.histogram(x, bins=bins)
+        hist = np.convolve(hist, [1, 2, 1], mode="same")
+        k = int(np.argmax(hist))
+        return float(0.5 * (edges[k] + edges[k + 1]))
+
+    def handles(self) -> list[np.ndarray]:
+        """Protruding groups (handles), largest first."""
+        idx = np.flatnonzero(self.protruding)
+        if len(idx) == 0:
+            return []
+        labels = clusters(self.c.p[idx], self.c.cfg.cluster_radius)
+        groups = [idx[labels == k] for k in np.unique(labels)]
+        groups = [g for g in groups if len(g) >= self.c.cfg.min_cluster_points]
+        return sorted(groups, key=len, reverse=True)
+
+    def margin(self, member: np.ndarray) -> np.ndarray:
+        return _protrusion_margin(self.out, member, self.c.cfg)
+
+    def panel(self, handles: np.ndarray) -> np.ndarray:
+        """Points on the front face itself (doors and drawer fronts), handles excluded."""
+        return (np.abs(self.out) < 0.008) & ~handles
+
+
+def _mask(n: int, idx: np.ndarray) -> np.ndarray:
+    m = np.zeros(n, dtype=bool)
+    m[idx] = True
+    return m
+
+
+def _cabinet(c: _Cloud) -> Scores:
+    """Cabinet: handles protrude from the front; the highest handle is the drawer's (drawers sit
+    above doors), the others are door handles. The front face is split into drawer (above) and
+    door (below) at the emptiest height between the two handles (the gap between the panels)."""
+    f = _Front(c)
+    groups = f.handles()
+    groups.sort(key=lambda g: float(np.median(f.h[g])), reverse=True)
+    drawer_h = _mask(c.n, groups[0]) if groups else np.zeros(c.n, dtype=bool)
+    door_h = _mask(c.n, np.concatenate(groups[1:])) if len(groups) > 1 else np.zeros(c.n, dtype=bool)
+    panel = f.panel(drawer_h | door_h)
+    split = _panel_split(f, panel, groups)
+    above = _ramp(f.h - split, -c.cfg.softness, c.cfg.softness)
+    return _rest({
+        "drawer_handle": _decided(drawer_h, f.margin(drawer_h)),
+        "door_handle": _decided(door_h, f.margin(door_h)),
+        "drawer": _decided(panel & (f.h >= split), above),
+        "door": _decided(panel & (f.h < split), 1.0 - above),
+    }, "body", c.n)
+
+
+def _panel_split(f: _Front, panel: np.ndarray, groups: list[np.ndarray]) -> float:
+    """Height of the boundary between the upper and the lower front panel.
+
+    Between the drawer handle and the door handle the panels meet at a gap: the emptiest
+    height band of the front-face points there. Without two handles, the drawer is taken to be
+    the upper quarter of the front.
+    """
+    h = f.h[panel]
+    if len(h) == 0:
+        return float(np.percentile(f.h, 75))
+    if len(groups) < 2:
+        return float(np.percentile(h, 75))
+    hi = float(np.min(f.h[groups[0]]))
+    lo = float(np.max(f.h[groups[1]]))
+    if hi <= lo + 0.01:
+        return 0.5 * (hi + lo)
+    bins = np.arange(lo, hi + 0.005, 0.005)
+    hist, edges = np.histogram(h, bins=bins)
+    k = int(np.argmin(np.convolve(hist, [1, 1, 1], mode="same")))
+    return float(0.5 * (edges[k] + edges[k + 1]))
+
+
+def _microwave(c: _Cloud) -> Scores:
+    """Microwave: every handle on the front is the door handle; the door is the front panel on
+    the handle's side of the front (the control strip on the other side belongs to the body)."""
+    f = _Front(c)
+    groups = f.handles()
+    handle = _mask(c.n, np.concatenate(groups)) if groups else np.zeros(c.n, dtype=bool)
+    panel = f.panel(handle)
+    return _rest({
+        "door_handle": _decided(handle, f.margin(handle)),
+        "door": _decided(panel, np.ones(c.n)),
+    }, "body", c.n)
+
+
+# --- single-part objects --------------------------------------------------------------------------
+
+
+def _whole(c: _Cloud) -> Scores:
+    return {"body": np.ones(c.n)}
+
+
+RULES: dict[str, Rule] = {
+    "mug": _mug,
+    "paper_cup": _cup,
+    "bowl": _cup,
+    "hammer": _hammer,
+    "pan": _pan,
+    "pot": _pot,
+    "kettle": _kettle,
+    "bottle": _bottle,
+    "scoop": _scoop,
+    "cabinet": _cabinet,
+    "microwave": _microwave,
+    "banana": _whole,
+    "box": _whole,
+    "cube": _whole,
+}
+
+
+@register_source("geometric")
+class GeometricSource(GroundingSource):
+    """Label-free grounding by per-category geometric partition rules (see module docstring)."""
+
+    def __init__(self, config: GeometricConfig | None = None) -> None:
+        self.config = config or GeometricConfig()
+
+    def partition(self, cloud: ObjectCloud) -> Scores:
+        """Scores of every part of the cloud's category, by part name."""
+        info = category(cloud.category)
+        rule = RULES.get(info.name)
+        if rule is None:
+            raise NotImplementedError(
+                f"no geometric partition rule for {info.name!r}; rules exist for: {', '.join(sorted(RULES))}"
+            )
+        scores = rule(_Cloud(np.asarray(cloud.points, dtype=np.float64), info.name, self.config))
+        missing = set(info.parts) - set(scores)
+        if missing:
+            raise RuntimeError(f"the {info.name} rule did not score parts {sorted(missing)}")
+        return scores
+
+    def _ground(self, cloud: ObjectCloud, part: str) -> np.ndarray:
+        return self.partition(cloud)[part]

@@ -1,0 +1,330 @@
+"""Words the task parser knows: verbs, object and part names, and the grammar's small words.
+
+Object and part vocabulary is derived from the ontology, so a category added there is
+parseable at once. Only verbs and function words (prepositions, determiners, fillers) are
+listed by hand here. Everything is matched on lower-case word tokens; multi-word phrases
+("pick up", "on top of", "drawer handle") are matched longest-first by :class:`PhraseIndex`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, Literal, TypeVar
+
+from afford_perception.ontology import CATEGORIES, PART_SYNONYMS
+from afford_perception.types import NextAction
+
+Tokens = tuple[str, ...]
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- tokenising
+
+_CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("n't", " not"))
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens; sentence punctuation becomes a ``","`` clause break.
+
+    Possessive ``'s`` stays a token of its own so "the kettle's spout" reads as object +
+    part. Hyphens and underscores split words, so "paper_cup" and "frying-pan" match the
+    ontology's spaced synonyms.
+    """
+    s = text.lower().replace("\u2019", "'").replace("\u2018", "'")
+    for old, new in _CONTRACTIONS:
+        s = s.replace(old, new)
+    s = re.sub(r"'s\b", " 's", s)
+    s = re.sub(r"[-_/]", " ", s)
+    s = re.sub(r"[.;:!?,]", " , ", s)
+    s = re.sub(r"[^a-z0-9', ]", " ", s)
+    return [t if t == "'s" else t.replace("'", "") for t in s.split() if t.replace("'", "")]
+
+
+def words(phrase: str) -> Tokens:
+    """A lexicon phrase as a token tuple (same normalisation as :func:`tokenize`)."""
+    return tuple(tokenize(phrase))
+
+
+# --------------------------------------------------------------------------- phrase index
+
+
+class PhraseIndex(Generic[T]):
+    """Longest-match lookup of multi-word phrases in a token list.
+
+    Longest match first is what makes "drawer handle" win over "drawer" and "mug rack" over
+    "mug", without any per-phrase rule.
+    """
+
+    def __init__(self, entries: Iterable[tuple[str, T]]) -> None:
+        self._map: dict[Tokens, list[T]] = {}
+        for phrase, value in entries:
+            key = words(phrase)
+            if not key:
+                continue
+            bucket = self._map.setdefault(key, [])
+            if value not in bucket:
+                bucket.append(value)
+        self.max_len = max((len(k) for k in self._map), default=0)
+
+    def match(self, tokens: Sequence[str], start: int) -> tuple[int, tuple[T, ...]] | None:
+        """(length, values) of the longest phrase starting at ``tokens[start]``, or None."""
+        for n in range(min(self.max_len, len(tokens) - start), 0, -1):
+            hit = self._map.get(tuple(tokens[start : start + n]))
+            if hit is not None:
+                return n, tuple(hit)
+        return None
+
+    def items(self) -> list[tuple[str, tuple[T, ...]]]:
+        """(phrase, values) pairs, phrases space-joined, in insertion order."""
+        return [(" ".join(k), tuple(v)) for k, v in self._map.items()]
+
+
+# --------------------------------------------------------------------------- verbs
+
+
+@dataclass(frozen=True)
+class VerbSense:
+    """What a verb phrase asks for.
+
+    Attributes:
+        action: The next action the verb names.
+        with_destination: Action the verb means when it also names a receiving object
+            ("take the mug to the tray" is a place, "take the mug" a pick); None keeps
+            ``action``.
+    """
+
+    action: NextAction
+    with_destination: NextAction | None = None
+
+
+_PICK = VerbSense(NextAction.PICK, with_destination=NextAction.PLACE)
+_PLACE = VerbSense(NextAction.PLACE)
+_GIVE = VerbSense(NextAction.HAND_OVER)
+_FETCH = VerbSense(NextAction.HAND_OVER, with_destination=NextAction.PLACE)
+
+VERBS: dict[str, VerbSense] = {
+    **dict.fromkeys(
+        ("pick up", "pick", "lift", "lift up", "grab", "grab hold of", "grasp", "take", "take hold of",
+         "hold", "raise", "get", "seize", "snatch", "collect", "pluck", "grip", "carry", "remove",
+         "take out", "retrieve"), _PICK),
+    **dict.fromkeys(
+        ("put", "place", "set", "move", "put down", "set down", "lay", "lay down", "drop", "drop off",
+         "transfer", "relocate", "deposit", "put away", "return"), _PLACE),
+    **dict.fromkeys(("insert", "slot", "plug", "stick", "slide in"), VerbSense(NextAction.INSERT)),
+    **dict.fromkeys(("pour", "pour out", "empty", "tip", "decant"), VerbSense(NextAction.POUR)),
+    **dict.fromkeys(("stack", "pile", "heap", "nest"), VerbSense(NextAction.STACK)),
+    **dict.fromkeys(("hang", "hang up", "hook", "suspend"), VerbSense(NextAction.HANG)),
+    **dict.fromkeys(
+        ("hand", "hand me", "hand over", "give", "give me", "pass", "pass me", "deliver", "offer"), _GIVE),
+    **dict.fromkeys(("bring", "bring me", "fetch", "fetch me"), _FETCH),
+    **dict.fromkeys(("open", "pull open", "slide open", "swing open"), VerbSense(NextAction.OPEN)),
+    **dict.fromkeys(("close", "shut", "push closed", "push shut", "slide shut", "slide closed"),
+                    VerbSense(NextAction.CLOSE)),
+    **dict.fromkeys(("push", "shove", "nudge", "press", "slide"), VerbSense(NextAction.PUSH)),
+    **dict.fromkeys(("pull", "drag", "tug", "yank", "draw"), VerbSense(NextAction.PULL)),
+}
+
+VERB_INDEX: PhraseIndex[VerbSense] = PhraseIndex(VERBS.items())
+
+# A push or pull that ends in one of these words opens or closes ("push the drawer shut").
+RESULTATIVES: dict[str, NextAction] = {
+    "open": NextAction.OPEN, "closed": NextAction.CLOSE, "shut": NextAction.CLOSE,
+}
+
+
+# --------------------------------------------------------------------------- grammar words
+
+SlotKind = Literal["grasp", "destination", "source", "unsupported"]
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A preposition that opens a slot after the verb's object.
+
+    Attributes:
+        slot: Which slot the following noun phrase fills.
+        relation: For destinations, ``"on"``, ``"in"`` or ``"to"``: whether a support surface
+            or a container's inside is preferred on the receiving object.
+        directional: True for motion prepositions ("onto", "into", "to"): only these turn a
+            pick verb into a place ("lift the mug onto the plate"); "the mug on the plate"
+            after a pick verb says where the mug is, not where it goes.
+    """
+
+    slot: SlotKind
+    relation: str = ""
+    directional: bool = False
+
+
+_GRASP = Marker("grasp")
+MARKERS: dict[str, Marker] = {
+    **dict.fromkeys(("by", "at", "with", "using", "holding", "by means of"), _GRASP),
+    **dict.fromkeys(("on", "upon", "over", "atop"), Marker("destination", "on")),
+    **dict.fromkeys(("onto", "on to", "on top of"), Marker("destination", "on", directional=True)),
+    **dict.fromkeys(("in", "inside", "inside of", "within"), Marker("destination", "in")),
+    **dict.fromkeys(("into", "in to"), Marker("destination", "in", directional=True)),
+    **dict.fromkeys(("to", "toward", "towards", "back to", "back on", "back onto", "back in", "back into"),
+                    Marker("destination", "to", directional=True)),
+    **dict.fromkeys(("from", "out of", "off", "off of", "from inside"), Marker("source")),
+    # Relations the intent cannot express; refusing them beats dropping them silently.
+    **dict.fromkeys(
+        ("next to", "beside", "besides", "behind", "in front of", "near", "under", "underneath",
+         "below", "above", "left of", "right of", "to the left of", "to the right of", "between",
+         "around", "across", "along", "against", "away from", "close to", "on the left of",
+         "on the right of", "in between"),
+        Marker("unsupported")),
+}
+MARKER_INDEX: PhraseIndex[Marker] = PhraseIndex(MARKERS.items())
+
+# Words that split a sentence into clauses.
+CLAUSE_BREAKS: PhraseIndex[str] = PhraseIndex(
+    (p, p) for p in (",", "and", "then", "and then", "after that", "afterwards", "finally", "but",
+                     "while", "and finally")
+)
+
+# Clause openers that name parts to keep clear rather than an action; the bool says
+# whether the clause must end in a CLEAR_WORDS word ("keep the handle clear").
+KEEP_CLEAR_OPENERS: dict[str, bool] = {
+    **dict.fromkeys(
+        ("without touching", "without grabbing", "without grasping", "without holding", "without",
+         "avoid", "avoiding", "avoid touching", "avoiding touching", "do not touch", "do not grab",
+         "do not grasp", "do not hold", "not touching", "never touch", "stay away from",
+         "staying away from", "not by", "but not by", "not at"), False),
+    **dict.fromkeys(("keep", "keeping", "leave", "leaving"), True),
+}
+KEEP_CLEAR_INDEX: PhraseIndex[bool] = PhraseIndex(KEEP_CLEAR_OPENERS.items())
+CLEAR_WORDS: frozenset[str] = frozenset(
+    {"clear", "free", "untouched", "alone", "accessible", "exposed", "available", "unobstructed"}
+)
+
+# Politeness and framing before the verb.
+LEADING_FILLERS: PhraseIndex[str] = PhraseIndex(
+    (p, p) for p in ("please", "can you", "could you", "would you", "will you", "robot", "hey robot",
+                     "i want you to", "i need you to", "i would like you to", "now", "go ahead and",
+                     "go and", "try to", "kindly", "just", "also", "first", "carefully", "gently",
+                     "slowly", "quickly", "then")
+)
+
+DETERMINERS: frozenset[str] = frozenset(
+    {"the", "a", "an", "its", "their", "his", "her", "my", "your", "our", "this", "that", "these",
+     "those", "some", "one", "each", "another", "other", "'s", "of"}
+)
+# Describing words dropped before an unknown phrase is embedded ("the red teakettle"), so
+# the similarity compares the noun, not its colour.
+MODIFIERS: frozenset[str] = frozenset(
+    {"red", "blue", "green", "white", "black", "yellow", "grey", "gray", "brown", "pink", "purple",
+     "silver", "golden", "big", "small", "large", "little", "tall", "short", "tiny", "huge", "empty",
+     "full", "clean", "dirty", "wooden", "metal", "plastic", "ceramic", "steel", "left", "right",
+     "nearest", "closest", "near", "far", "first", "second", "third", "last", "new", "old", "hot", "cold"}
+)
+# Words that may follow an object's name without changing what is meant.
+TRAILING_OK: frozenset[str] = frozenset(
+    {"please", "carefully", "gently", "slowly", "quickly", "now", "again", "too", "also", "up", "down",
+     "over", "back", "here", "there", "for", "me", "thanks", "thank", "you", "firmly", "safely",
+     "instead", "away", "out", "properly"}
+)
+PARTICLES: frozenset[str] = frozenset({"up", "down", "over", "back", "away", "out"})
+
+PRONOUNS: frozenset[str] = frozenset({"it", "them", "this", "that", "itself", "this one", "that one"})
+PERSONS: frozenset[str] = frozenset(
+    {"me", "us", "him", "her", "them", "person", "human", "operator", "user", "someone", "somebody",
+     "my hand", "hand", "you", "everyone"}
+)
+# Work surfaces: placing there needs no receiving object (the scene decides where the
+# surface is), so they resolve to "no destination".
+SURFACES: frozenset[str] = frozenset(
+    {"table", "tabletop", "table top", "desk", "counter", "countertop", "workbench", "bench",
+     "surface", "work surface", "floor", "ground"}
+)
+# What pours; a pour's object may name the contents rather than the source container.
+SUBSTANCES: frozenset[str] = frozenset(
+    {"water", "tea", "coffee", "milk", "juice", "soup", "liquid", "contents", "content", "beans",
+     "rice", "cereal", "sugar", "salt", "sand", "grains", "grain", "everything", "rest", "drink",
+     "wine", "beer", "oil", "broth"}
+)
+
+
+# --------------------------------------------------------------------------- objects and parts
+
+
+@dataclass(frozen=True)
+class Sense:
+    """One meaning of an object or part phrase.
+
+    Attributes:
+        kind: ``"object"`` (value is a category) or ``"part"`` (value is a part name).
+        value: Category or part name from the ontology.
+        category: For a part synonym that only one category uses, that category; None for
+            the shared ``PART_SYNONYMS``.
+    """
+
+    kind: Literal["object", "part"]
+    value: str
+    category: str | None = None
+
+
+def _plural(phrase: str) -> str:
+    head, _, last = phrase.rpartition(" ")
+    if last.endswith(("s", "x", "ch", "sh")):
+        last += "es"
+    elif last.endswith("y") and last[-2:-1] not in "aeiou":
+        last = last[:-1] + "ies"
+    else:
+        last += "s"
+    return f"{head} {last}".strip()
+
+
+@functools.cache
+def object_phrases() -> dict[str, list[str]]:
+    """Every phrase naming each category: synonyms, the spaced canonical name and plurals.
+    Cached: treat the result as read-only."""
+    out: dict[str, list[str]] = {}
+    for cat in CATEGORIES.values():
+        base = [cat.name.replace("_", " "), *cat.synonyms]
+        out[cat.name] = list(dict.fromkeys([*base, *(_plural(p) for p in base)]))
+    return out
+
+
+@functools.cache
+def part_phrases(category: str | None = None) -> dict[str, list[str]]:
+    """Phrases naming each part: shared synonyms, the spaced part name, and (for a given
+    category) that category's own part synonyms. With a category, only its parts."""
+    parts: Iterable[str]
+    if category is None:
+        parts = {p for c in CATEGORIES.values() for p in c.parts} | set(PART_SYNONYMS)
+    else:
+        parts = CATEGORIES[category].parts
+    out: dict[str, list[str]] = {}
+    for part in sorted(parts):
+        base = [part.replace("_", " "), *PART_SYNONYMS.get(part, ())]
+        if category is not None:
+            base += CATEGORIES[category].part_synonyms.get(part, ())
+        out[part] = list(dict.fromkeys([*base, *(_plural(p) for p in base)]))
+    return out
+
+
+def _noun_entries() -> list[tuple[str, Sense]]:
+    entries: list[tuple[str, Sense]] = []
+    for cat, phrases in object_phrases().items():
+        entries += [(p, Sense("object", cat)) for p in phrases]
+    for part, phrases in part_phrases().items():
+        entries += [(p, Sense("part", part)) for p in phrases]
+    for category in CATEGORIES.values():
+        for part, syns in category.part_synonyms.items():
+            entries += [(p, Sense("part", part, category.name)) for p in syns]
+    return entries
+
+
+NOUN_INDEX: PhraseIndex[Sense] = PhraseIndex(_noun_entries())
+
+
+def part_index(category: str) -> PhraseIndex[str]:
+    """Phrase index over one category's part names (used for "by its ..." slots)."""
+    return _PART_INDEXES[category]
+
+
+_PART_INDEXES: Mapping[str, PhraseIndex[str]] = {
+    c: PhraseIndex((p, part) for part, ps in part_phrases(c).items() for p in ps) for c in CATEGORIES
+}

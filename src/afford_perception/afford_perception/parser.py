@@ -1,0 +1,929 @@
+"""Task sentence -> :class:`Intent`: which object, which part to hold, what happens next.
+
+The grammar is small and deterministic (AffordSim's "verb chain plus per-object role"):
+
+    sentence := clause (BREAK clause)*             BREAK: "," "and" "then" ...
+    clause   := FILLER* (keep | action | noun)
+    action   := VERB object (MARKER phrase)*       MARKER: by/with (grasp), on/in/to
+                                                   (destination), from/off (source)
+    keep     := "without touching" part | "keep" part "clear" | ...
+
+At most two action clauses: a pick followed by what happens next ("pick up the kettle by
+its handle and pour into the bowl"). The ontology then decides the rest: which part the next
+action needs (a kettle's spout affords ``pour_out``, a mug's handle ``hang``), which part of
+the destination receives (a bowl's rim affords ``pour_in``), and which graspable part is left
+for the fingers. A part the next action needs is kept clear of the grasp, which is how
+"hang the mug on the rack" becomes "grasp the body, keep the handle free".
+
+Words the lexicon lacks are matched to known names by MiniLM sentence embeddings (see
+:mod:`afford_perception.text_embedding`) only when no exact entry exists; below
+``ParserConfig.similarity_threshold`` the parser refuses rather than guesses, because a
+wrong object or part sends the arm to the wrong place on a real cell.
+
+Decisions worth knowing (each is a rule, not a per-task special case):
+
+- Hand-over keeps the target's ``grasp_handle`` part clear (``use_region``) so the person
+  receives the handle; the robot holds another graspable part, or any other part when
+  there is none (a hammer is held by its head).
+- Pouring uses the part affording ``pour_out``; a container without one (pan, pot) pours
+  over the part affording ``contain``. The receiver's part is ``pour_in``, else ``contain``.
+- Place/stack prefer a ``support`` part ("on") or a ``contain`` part ("in"); an object with
+  neither (a box, a cube) receives on its ``body``. The table and similar surfaces mean
+  "no destination object" (the scene module owns the table).
+- Open/close/pull of furniture grasp the part affording ``pull``; "the drawer" picks the
+  ``drawer_*`` handle and becomes ``use_region`` (the part that moves).
+- After a pick verb, "on/in X" says where the object is (dropped); "onto/into/to X" makes
+  the task a place.
+- A word the ontology maps to a category absent from ``known_objects`` resolves to the one
+  present category it is the head noun of ("cup" -> paper_cup when no mug is present).
+- Words after the object's name must be fillers: "the banana upside down" is refused, not
+  read as "the banana".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
+
+import numpy as np
+
+from afford_perception import lexicon as lx
+from afford_perception import text_embedding
+from afford_perception.ontology import CATEGORIES, Category
+from afford_perception.types import Intent, NextAction
+
+__all__ = ["ParseErrorKind", "ParserConfig", "TaskParseError", "parse"]
+
+
+@dataclass(frozen=True)
+class ParserConfig:
+    """Tuning of the task parser.
+
+    Attributes:
+        similarity_threshold: Cosine similarity in (0, 1] an unknown phrase needs to its best
+            known name before the embedding fallback accepts it. 0.65 accepts "teakettle" ->
+            kettle (0.73) and "wardrobe" -> cabinet (0.71) but refuses "orange" -> banana's
+            "fruit" (0.62) and "unicorn" (< 0.45).
+        min_margin: In [0, 1): the best candidate (object, part or action) must beat the
+            runner-up by this much; a near-tie ("teacup": mug 0.78, kettle 0.77) is refused
+            as ambiguous instead of picked by noise.
+        use_embeddings: False disables the fallback: every word must be in the lexicon and
+            the model is never loaded (for cells that must not import torch).
+        max_unknown_words: Longest unknown phrase, in words, that is sent to the model;
+            longer ones are reported as not understood (single-word paraphrases is what
+            MiniLM matches reliably).
+    """
+
+    similarity_threshold: float = 0.65
+    min_margin: float = 0.1
+    use_embeddings: bool = True
+    max_unknown_words: int = 3
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.similarity_threshold <= 1.0:
+            raise ValueError(f"similarity_threshold must be in (0, 1], got {self.similarity_threshold}")
+        if not 0.0 <= self.min_margin < 1.0:
+            raise ValueError(f"min_margin must be in [0, 1), got {self.min_margin}")
+        if not isinstance(self.use_embeddings, bool):
+            raise ValueError(f"use_embeddings must be a bool, got {self.use_embeddings!r}")
+        if isinstance(self.max_unknown_words, bool) or not isinstance(self.max_unknown_words, int) \
+                or self.max_unknown_words < 1:
+            raise ValueError(f"max_unknown_words must be an int >= 1, got {self.max_unknown_words!r}")
+
+
+class ParseErrorKind(StrEnum):
+    """Why a sentence was refused (for callers that react differently, e.g. re-ask vs. log)."""
+
+    EMPTY = "empty"  # nothing to parse
+    UNKNOWN_OBJECT = "unknown_object"  # no object of the ontology named
+    NOT_IN_SCENE = "not_in_scene"  # a known category that known_objects does not list
+    UNKNOWN_PART = "unknown_part"  # the object has no such part
+    UNKNOWN_VERB = "unknown_verb"  # no known action
+    CONTRADICTION = "contradiction"  # grasp region is a part that must stay clear
+    AMBIGUOUS = "ambiguous"  # several readings and nothing to choose by
+    INCOMPLETE = "incomplete"  # a required role (destination, pour source) is missing
+    UNSUPPORTED = "unsupported"  # understood, but not expressible or not possible
+
+
+class TaskParseError(ValueError):
+    """A sentence the parser will not turn into an intent; the message is one line and
+    says what is known or expected."""
+
+    def __init__(self, message: str, kind: ParseErrorKind, text: str = "") -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.text = text
+
+
+# --------------------------------------------------------------------------- action rules
+
+Receive = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """What an action asks of the target and the destination (affordances from the ontology).
+
+    Attributes:
+        use: Affordances of the target part the action works with, in preference order.
+        use_required: The action is impossible without such a part (pour, hang).
+        use_purpose: Why that part must stay free, for contradiction messages.
+        destination: ``"required"``, ``"optional"`` or ``"none"``.
+        surface_ok: The table (no receiving object) is an acceptable destination.
+        receive: Destination affordances, preference order, for an "on"/"to" relation.
+        receive_in: Same for an "in" relation (None: as ``receive``).
+        body_fallback: A destination without a receiving part is received on its body (a
+            cube stacked on a box sits on the box's body).
+        grasp_any_part: When every graspable part is in use, grasp any other part (hand-over
+            of a hammer grasps the head so the person gets the handle).
+        articulated: The grasp is a part that pulls (drawer or door handles).
+    """
+
+    use: tuple[str, ...] = ()
+    use_required: bool = False
+    use_purpose: str = ""
+    destination: Literal["required", "optional", "none"] = "none"
+    surface_ok: bool = False
+    receive: Receive = ()
+    receive_in: Receive | None = None
+    body_fallback: bool = False
+    grasp_any_part: bool = False
+    articulated: bool = False
+
+    def receiving(self, relation: str) -> Receive:
+        return self.receive_in if relation == "in" and self.receive_in is not None else self.receive
+
+
+_SUPPORT = ("support", "contain")
+_INSIDE = ("contain", "support")
+_RULES: dict[NextAction, _Rule] = {
+    NextAction.PICK: _Rule(),
+    NextAction.PLACE: _Rule(destination="required", surface_ok=True, receive=_SUPPORT, receive_in=_INSIDE,
+                            body_fallback=True),
+    NextAction.INSERT: _Rule(destination="required", receive=("pour_in", "contain")),
+    NextAction.POUR: _Rule(use=("pour_out", "contain"), use_required=True, use_purpose="to pour through",
+                           destination="required", receive=("pour_in", "contain")),
+    NextAction.STACK: _Rule(destination="required", receive=_SUPPORT, receive_in=_INSIDE, body_fallback=True),
+    NextAction.HANG: _Rule(use=("hang",), use_required=True, use_purpose="to engage the hook",
+                           destination="required", receive=("hang",)),
+    NextAction.HAND_OVER: _Rule(use=("grasp_handle",), use_purpose="for the person to take",
+                                grasp_any_part=True),
+    NextAction.OPEN: _Rule(articulated=True),
+    NextAction.CLOSE: _Rule(articulated=True),
+    NextAction.PUSH: _Rule(destination="optional", surface_ok=True, receive=_SUPPORT, receive_in=_INSIDE,
+                           body_fallback=True),
+    NextAction.PULL: _Rule(destination="optional", surface_ok=True, receive=_SUPPORT, receive_in=_INSIDE,
+                           body_fallback=True, articulated=True),
+}
+_GRASPABLE = ("grasp_handle", "grasp_body")
+# Actions that carry the target away; furniture (``Category.fixed``) cannot do them.
+_MOVES_TARGET = frozenset({NextAction.PICK, NextAction.PLACE, NextAction.INSERT, NextAction.POUR,
+                           NextAction.STACK, NextAction.HANG, NextAction.HAND_OVER})
+
+
+# --------------------------------------------------------------------------- parse state
+
+NPKind = Literal["object", "pronoun", "person", "surface", "substance", "empty"]
+
+
+@dataclass(frozen=True)
+class _NounPhrase:
+    """A resolved noun phrase; ``part`` is a part the phrase itself names ("the drawer",
+    "the kettle's spout"), already checked against ``category``."""
+
+    words: str
+    kind: NPKind
+    category: str | None = None
+    part: str | None = None
+
+
+@dataclass(frozen=True)
+class _Destination:
+    relation: str
+    directional: bool
+    tokens: list[str]
+
+
+@dataclass
+class _ActionClause:
+    words: str
+    verb: str
+    sense: lx.VerbSense
+    obj: list[str] = field(default_factory=list)
+    grasp: list[list[str]] = field(default_factory=list)
+    dest: list[_Destination] = field(default_factory=list)
+    source: list[list[str]] = field(default_factory=list)
+    resultative: NextAction | None = None
+    down: bool = False
+
+
+def _join(items: Sequence[str]) -> str:
+    return ", ".join(items) if items else "none"
+
+
+def _human(name: str) -> str:
+    return name.replace("_", " ")
+
+
+class _Parser:
+    """One parse: holds the sentence, the scene scope and the config for error messages."""
+
+    def __init__(self, text: str, scope: Sequence[str] | None, config: ParserConfig) -> None:
+        self.text = text
+        self.scope = tuple(scope) if scope is not None else tuple(CATEGORIES)
+        self.scoped = scope is not None
+        self.cfg = config
+
+    # ----------------------------------------------------------------- errors
+
+    def fail(self, kind: ParseErrorKind, message: str) -> TaskParseError:
+        return TaskParseError(message, kind, self.text)
+
+    def _known_objects_note(self) -> str:
+        label = "objects in the scene" if self.scoped else "known objects"
+        return f"{label}: {_join(sorted(self.scope))}"
+
+    # ----------------------------------------------------------------- top level
+
+    def run(self) -> Intent:
+        tokens = lx.tokenize(self.text)
+        if not [t for t in tokens if t != ","]:
+            raise self.fail(ParseErrorKind.EMPTY,
+                            "empty task sentence: say what to do, e.g. 'pick up the mug'")
+        actions: list[_ActionClause] = []
+        keep: list[list[str]] = []
+        previous = ""
+        for clause in self._clauses(tokens):
+            clause = self._strip_fillers(clause)
+            if not clause:
+                continue
+            opener = lx.KEEP_CLEAR_INDEX.match(clause, 0)
+            verb = lx.VERB_INDEX.match(clause, 0)
+            if opener is not None and (verb is None or opener[0] >= verb[0]):
+                keep += self._keep_clause(clause, opener[0], opener[1][0])
+                previous = "keep"
+            elif verb is not None:
+                actions.append(self._action_clause(clause, verb[0], verb[1][0]))
+                previous = "action"
+            elif previous == "action" and lx.MARKER_INDEX.match(clause, 0) is not None:
+                # "... by its handle and by its body": more slots for the same action.
+                self._fill_slots(actions[-1], clause, continuing=True)
+            elif self._starts_noun(clause):
+                if previous == "keep":  # "without touching the spout and the lid"
+                    keep += self._split_alternatives(clause)
+                    continue
+                words = " ".join(clause)
+                if actions:
+                    raise self.fail(ParseErrorKind.UNSUPPORTED,
+                                    f"'{words}' has no verb of its own in '{self.text}': give one object "
+                                    "per task (one pick and at most one next action)")
+                raise self.fail(ParseErrorKind.UNKNOWN_VERB,
+                                f"no action verb in '{self.text}'; known actions: {self._actions_note()}")
+            else:
+                actions.append(self._unknown_verb_clause(clause))
+                previous = "action"
+        return self._intent(actions, keep)
+
+    @staticmethod
+    def _clauses(tokens: list[str]) -> list[list[str]]:
+        clauses: list[list[str]] = [[]]
+        i = 0
+        while i < len(tokens):
+            brk = lx.CLAUSE_BREAKS.match(tokens, i)
+            if brk is not None:
+                clauses.append([])
+                i += brk[0]
+                continue
+            # "pick up the mug without touching the handle": the opener starts a clause.
+            if clauses[-1] and lx.KEEP_CLEAR_INDEX.match(tokens, i) is not None \
+                    and lx.VERB_INDEX.match(tokens, i) is None:
+                clauses.append([])
+            clauses[-1].append(tokens[i])
+            i += 1
+        return [c for c in clauses if c]
+
+    @staticmethod
+    def _strip_fillers(clause: list[str]) -> list[str]:
+        i = 0
+        while i < len(clause):
+            hit = lx.LEADING_FILLERS.match(clause, i)
+            # A filler that is also the whole rest ("now") or that starts a verb ("get")
+            # is only stripped when something follows it.
+            if hit is None or i + hit[0] >= len(clause):
+                break
+            i += hit[0]
+        return clause[i:]
+
+    @staticmethod
+    def _starts_noun(clause: list[str]) -> bool:
+        first = clause[0]
+        return (first in lx.DETERMINERS or first in lx.PRONOUNS or first in lx.SUBSTANCES
+                or lx.NOUN_INDEX.match(clause, 0) is not None)
+
+    @staticmethod
+    def _actions_note() -> str:
+        return ", ".join(_human(a.value) for a in NextAction)
+
+    # ----------------------------------------------------------------- clauses
+
+    def _keep_clause(self, clause: list[str], n: int, needs_clear_word: bool) -> list[list[str]]:
+        rest = self._strip_trailing(clause[n:])
+        if rest and rest[0] in lx.CLEAR_WORDS:  # "keep clear of the handle"
+            rest = [t for t in rest[1:] if t != "of"] if len(rest) > 1 else []
+        elif rest and rest[-1] in lx.CLEAR_WORDS:
+            rest = rest[:-1]
+        elif needs_clear_word:
+            raise self.fail(ParseErrorKind.UNSUPPORTED,
+                            f"did not understand '{' '.join(clause)}' in '{self.text}': "
+                            "say 'keep the <part> clear' or 'without touching the <part>'")
+        if not rest:
+            raise self.fail(ParseErrorKind.INCOMPLETE,
+                            f"'{' '.join(clause)}' names no part to keep clear in '{self.text}'")
+        return self._split_alternatives(rest)
+
+    @staticmethod
+    def _split_alternatives(tokens: list[str]) -> list[list[str]]:
+        groups: list[list[str]] = [[]]
+        for t in tokens:
+            if t in ("or", "nor", "and"):
+                groups.append([])
+            else:
+                groups[-1].append(t)
+        return [g for g in groups if g]
+
+    def _action_clause(self, clause: list[str], n: int, sense: lx.VerbSense) -> _ActionClause:
+        verb = " ".join(clause[:n])
+        ac = _ActionClause(words=" ".join(clause), verb=verb, sense=sense, down="down" in clause[:n])
+        self._fill_slots(ac, clause[n:])
+        return ac
+
+    def _unknown_verb_clause(self, clause: list[str]) -> _ActionClause:
+        i = 0
+        while i < len(clause) and not self._starts_noun(clause[i:]) \
+                and lx.MARKER_INDEX.match(clause, i) is None and clause[i] not in lx.PERSONS:
+            i += 1
+        span = " ".join(clause[:i])
+        if not span:
+            raise self.fail(ParseErrorKind.UNKNOWN_VERB,
+                            f"no action verb in '{self.text}'; known actions: {self._actions_note()}")
+        options: dict[str, list[str]] = {}
+        for phrase, senses in lx.VERB_INDEX.items():
+            options.setdefault(senses[0].action.value, []).append(phrase)
+        choice, note = self._nearest(span, options)
+        if choice is None:
+            raise self.fail(ParseErrorKind.UNKNOWN_VERB,
+                            f"no known action in '{self.text}': '{span}' is not a verb I know ({note}); "
+                            f"known actions: {self._actions_note()}")
+        sense = next(s for s in lx.VERBS.values() if s.action.value == choice)
+        ac = _ActionClause(words=" ".join(clause), verb=span, sense=sense)
+        self._fill_slots(ac, clause[i:])
+        return ac
+
+    def _fill_slots(self, ac: _ActionClause, rest: list[str], continuing: bool = False) -> None:
+        # A continuation clause has no object of its own; stray words before its first
+        # marker cannot happen (it starts with one), so a throwaway list is safe.
+        current: list[str] = [] if continuing else ac.obj
+        i = 0
+        while i < len(rest):
+            hit = lx.MARKER_INDEX.match(rest, i)
+            # A marker with nothing after it is a particle ("hand the hammer over").
+            if hit is not None and i + hit[0] < len(rest):
+                n, (marker,) = hit[0], hit[1][:1]
+                words = " ".join(rest[i : i + n])
+                if marker.slot == "unsupported":
+                    raise self.fail(ParseErrorKind.UNSUPPORTED,
+                                    f"the relation '{words}' in '{self.text}' is not supported: say where "
+                                    "the object goes with 'on', 'in' or 'into' a named object")
+                current = []
+                if marker.slot == "grasp":
+                    ac.grasp.append(current)
+                elif marker.slot == "source":
+                    ac.source.append(current)
+                else:
+                    ac.dest.append(_Destination(marker.relation, marker.directional, current))
+                i += n
+                continue
+            current.append(rest[i])
+            i += 1
+        if not continuing and ac.sense.action in (NextAction.PUSH, NextAction.PULL) and ac.obj \
+                and ac.obj[-1] in lx.RESULTATIVES:
+            ac.resultative = lx.RESULTATIVES[ac.obj.pop()]
+        ac.down = ac.down or "down" in rest
+
+    # ----------------------------------------------------------------- noun phrases
+
+    @staticmethod
+    def _strip_trailing(tokens: list[str]) -> list[str]:
+        out = list(tokens)
+        while out and out[-1] in lx.TRAILING_OK and " ".join(out) not in lx.PERSONS:
+            out.pop()
+        return out
+
+    @staticmethod
+    def _spans(content: list[str]) -> list[tuple[int, int, tuple[lx.Sense, ...]]]:
+        spans = []
+        i = 0
+        while i < len(content):
+            hit = lx.NOUN_INDEX.match(content, i)
+            if hit is None:
+                i += 1
+                continue
+            spans.append((i, i + hit[0], hit[1]))
+            i += hit[0]
+        return spans
+
+    def _check_trailing(self, content: list[str], unstripped: list[str], end: int, head: str) -> None:
+        """Words after the head noun may only be fillers or contents ("cup of coffee"):
+        "the banana upside down" must not silently become "the banana"."""
+        if [t for t in content[end:] if t not in lx.SUBSTANCES]:
+            raise self.fail(ParseErrorKind.UNSUPPORTED,
+                            f"did not understand '{' '.join(unstripped[end:])}' after '{head}' in "
+                            f"'{self.text}'")
+
+    def _noun_phrase(self, tokens: list[str]) -> _NounPhrase:
+        content = [t for t in tokens if t not in lx.DETERMINERS]
+        whole = " ".join(content)
+        if not content:
+            return _NounPhrase("", "empty")
+        if whole in lx.PRONOUNS:
+            return _NounPhrase(whole, "pronoun")
+        if whole in lx.PERSONS:
+            return _NounPhrase(whole, "person")
+        unstripped = content
+        content = self._strip_trailing(content)
+        whole = " ".join(content)
+        if not content:
+            return _NounPhrase("", "empty")
+        if whole in lx.PRONOUNS:
+            return _NounPhrase(whole, "pronoun")
+        spans = self._spans(content)
+        if not spans:
+            head2 = " ".join(content[-2:])
+            if content[-1] in lx.SURFACES or head2 in lx.SURFACES:
+                return _NounPhrase(whole, "surface")
+            if content[-1] in lx.SUBSTANCES:
+                return _NounPhrase(whole, "substance")
+            if content[-1] in lx.PERSONS or head2 in lx.PERSONS:
+                return _NounPhrase(whole, "person")
+            return self._unknown_object(content)
+
+        objects = [s for s in spans if any(x.kind == "object" for x in s[2])]
+        if len(objects) > 1:
+            # "the rack hook", "the scoop bowl": a word that is both an object and a part
+            # is the part when another word names the object.
+            object_only = [s for s in objects if all(x.kind == "object" for x in s[2])]
+            if len(object_only) == 1:
+                objects = object_only
+        categories = sorted({x.value for s in objects for x in s[2] if x.kind == "object"})
+        if len(categories) > 1:
+            raise self.fail(ParseErrorKind.AMBIGUOUS,
+                            f"'{whole}' in '{self.text}' names several objects ({_join(categories)}); "
+                            "name one object per role")
+        part_spans = [s for s in spans if s not in objects]
+        if len(part_spans) > 1:
+            named = [" ".join(content[a:b]) for a, b, _ in part_spans]
+            raise self.fail(ParseErrorKind.AMBIGUOUS,
+                            f"'{whole}' in '{self.text}' names several parts ({_join(named)}); name one")
+        self._check_trailing(content, unstripped, spans[-1][1], " ".join(content[spans[-1][0]:spans[-1][1]]))
+
+        if categories:
+            cat = self._in_scope(categories[0], " ".join(content[objects[0][0]:objects[0][1]]), whole)
+            if part_spans:
+                a, b, senses = part_spans[0]
+                part = self._part_of(cat, senses, " ".join(content[a:b]), None)
+                return _NounPhrase(whole, "object", cat, part)
+            # "the drawer" names the cabinet and, with it, the part that moves.
+            implied = [x.value for x in objects[0][2]
+                       if x.kind == "part" and x.value in CATEGORIES[cat].parts]
+            return _NounPhrase(whole, "object", cat, implied[0] if implied else None)
+
+        # Only a part is named ("open the door"): the object is the one in scope that has it.
+        a, b, senses = part_spans[0]
+        part_words = " ".join(content[a:b])
+        owners = {}
+        for cat in self.scope:
+            try:
+                owners[cat] = self._part_of(cat, senses, part_words, None)
+            except TaskParseError:
+                continue
+        if len(owners) == 1:
+            cat, part = next(iter(owners.items()))
+            return _NounPhrase(whole, "object", cat, part)
+        if not owners:
+            raise self.fail(ParseErrorKind.UNKNOWN_OBJECT,
+                            f"no object in '{self.text}' has a {part_words}; {self._known_objects_note()}")
+        raise self.fail(ParseErrorKind.AMBIGUOUS,
+                        f"'{part_words}' in '{self.text}' could belong to {_join(sorted(owners))}: "
+                        "name the object")
+
+    def _in_scope(self, cat: str, name: str, words: str) -> str:
+        """``cat`` if the scene has it; else the one scene object that ``name`` is the head
+        noun of ("cup" is a mug in the ontology, but in a scene with a paper cup and no mug
+        it can only mean the paper cup)."""
+        if cat in self.scope:
+            return cat
+        head = name.split()[-1]
+        phrases = lx.object_phrases()
+        heads = [c for c in self.scope if any(p.split()[-1] == head for p in phrases[c])]
+        if len(heads) == 1:
+            return heads[0]
+        raise self.fail(ParseErrorKind.NOT_IN_SCENE,
+                        f"'{words}' ({_human(cat)}) in '{self.text}' is not in the scene; "
+                        f"{self._known_objects_note()}")
+
+    def _unknown_object(self, content: list[str]) -> _NounPhrase:
+        query_words = [t for t in content if t not in lx.MODIFIERS] or content
+        query = " ".join(query_words)
+        all_phrases = lx.object_phrases()
+        options = {c: all_phrases[c] for c in self.scope}
+        choice, note = self._nearest(query, options)
+        if choice is None:
+            raise self.fail(ParseErrorKind.UNKNOWN_OBJECT,
+                            f"no known object in '{self.text}' ('{query}': {note}); "
+                            f"{self._known_objects_note()}")
+        return _NounPhrase(" ".join(content), "object", choice)
+
+    def _part_of(self, cat: str, senses: Sequence[lx.Sense], words: str, context: str | None) -> str:
+        """The part of ``cat`` that a part phrase names; ``context`` is a part the object phrase
+        named, so "the drawer ... by its handle" is the drawer's handle."""
+        category = CATEGORIES[cat]
+        hit = lx.part_index(cat).match(words.split(), 0)
+        if hit is not None and hit[0] == len(words.split()):
+            return hit[1][0]
+        names = [s.value for s in senses if s.kind == "part" and s.category in (None, cat)]
+        for name in names:
+            if name in category.parts:
+                return name
+            # Handles of articulated furniture are named "<moving part>_handle".
+            if context is not None and f"{context}_{name}" in category.parts:
+                return f"{context}_{name}"
+            suffixed = [p for p in category.parts if p.endswith(f"_{name}")]
+            if len(suffixed) == 1:
+                return suffixed[0]
+            if suffixed:
+                raise self.fail(ParseErrorKind.AMBIGUOUS,
+                                f"which {words} of the {_human(cat)} in '{self.text}': {_join(suffixed)}?")
+        raise self.fail(ParseErrorKind.UNKNOWN_PART,
+                        f"the {_human(cat)} has no {words} ('{self.text}'); {_human(cat)} parts: "
+                        f"{_join(category.parts)}")
+
+    def _part_phrase(self, tokens: list[str], cat: str, context: str | None, role: str) -> str:
+        """Resolve a grasp or keep-clear phrase to a part of ``cat``."""
+        content = self._strip_trailing([t for t in tokens if t not in lx.DETERMINERS])
+        whole = " ".join(content)
+        if not content:
+            raise self.fail(ParseErrorKind.INCOMPLETE, f"the {role} in '{self.text}' names no part")
+        spans = self._spans(content)
+        # In a part slot a word that is both ("bowl", "hook") means the part, unless another
+        # word names the part ("by the bowl's rim").
+        parts = [s for s in spans if any(x.kind == "part" for x in s[2])]
+        if len(parts) > 1:
+            parts = [s for s in parts if all(x.kind == "part" for x in s[2])] or parts
+        objects = [s for s in spans if s not in parts]
+        for _, _, senses in objects:
+            other = senses[0].value
+            if other != cat:
+                raise self.fail(ParseErrorKind.CONTRADICTION,
+                                f"the {role} in '{self.text}' names the {_human(other)}, but the task's "
+                                f"object is the {_human(cat)}")
+        if len(parts) > 1:
+            raise self.fail(ParseErrorKind.AMBIGUOUS,
+                            f"'{whole}' in '{self.text}' names several parts; name one")
+        if parts:
+            a, b, senses = parts[0]
+            self._check_trailing(content, content, b, " ".join(content[a:b]))
+            return self._part_of(cat, senses, " ".join(content[a:b]), context)
+        if objects:
+            raise self.fail(ParseErrorKind.INCOMPLETE,
+                            f"the {role} '{whole}' in '{self.text}' names no part of the {_human(cat)}; "
+                            f"{_human(cat)} parts: {_join(CATEGORIES[cat].parts)}")
+        query = " ".join([t for t in content if t not in lx.MODIFIERS] or content)
+        choice, note = self._nearest(query, lx.part_phrases(cat))
+        if choice is None:
+            raise self.fail(ParseErrorKind.UNKNOWN_PART,
+                            f"the {_human(cat)} has no part called '{query}' ({note}) in '{self.text}'; "
+                            f"{_human(cat)} parts: {_join(CATEGORIES[cat].parts)}")
+        return choice
+
+    # ----------------------------------------------------------------- embedding fallback
+
+    def _nearest(self, query: str, options: Mapping[str, Sequence[str]]) -> tuple[str | None, str]:
+        """Best option for an unknown phrase by embedding similarity, or (None, why not)."""
+        if not query:
+            return None, "nothing to match"
+        if not self.cfg.use_embeddings:
+            return None, "not in the lexicon and the embedding fallback is disabled"
+        if len(query.split()) > self.cfg.max_unknown_words:
+            return None, f"more than {self.cfg.max_unknown_words} unknown words"
+        keys = [k for k, phrases in options.items() for _ in phrases]
+        phrases = [p for ps in options.values() for p in ps]
+        if not phrases:
+            return None, "nothing in scope to match against"
+        try:
+            vectors = text_embedding.embed([query, *phrases])
+        except text_embedding.EmbeddingUnavailable as exc:
+            return None, f"not in the lexicon and {exc}"
+        sims = vectors[1:] @ vectors[0]
+        best: dict[str, float] = {}
+        for key, sim in zip(keys, sims.tolist(), strict=True):
+            best[key] = max(best.get(key, -1.0), sim)
+        ranked = sorted(best.items(), key=lambda kv: -kv[1])
+        (top, score), runner = ranked[0], (ranked[1] if len(ranked) > 1 else ("", -np.inf))
+        if score < self.cfg.similarity_threshold:
+            return None, (f"closest is {_human(top)} at similarity {score:.3f} "
+                          f"< {self.cfg.similarity_threshold}")
+        if score - runner[1] < self.cfg.min_margin:
+            return None, (f"{_human(top)} ({score:.2f}) and {_human(runner[0])} ({runner[1]:.2f}) are too "
+                          "close to tell apart")
+        return top, f"{_human(top)} at similarity {score:.2f}"
+
+    # ----------------------------------------------------------------- assembling the intent
+
+    def _intent(self, actions: list[_ActionClause], keep: list[list[str]]) -> Intent:
+        if not actions:
+            raise self.fail(ParseErrorKind.UNKNOWN_VERB,
+                            f"no action verb in '{self.text}'; known actions: {self._actions_note()}")
+        if len(actions) > 2:
+            raise self.fail(ParseErrorKind.UNSUPPORTED,
+                            f"'{self.text}' chains {len(actions)} actions: give one grasp and at most one "
+                            "next action per sentence")
+        main = actions[-1]
+        grasp_slots = [g for a in actions for g in a.grasp]
+        sources = [s for a in actions for s in a.source]
+        first_obj = self._noun_phrase(actions[0].obj)
+        if len(actions) == 2:
+            first = actions[0]
+            if first.sense.action is not NextAction.PICK or first.dest:
+                raise self.fail(ParseErrorKind.UNSUPPORTED,
+                                f"'{first.words}' and '{main.words}' are two tasks: give one per sentence")
+        sense = main.sense
+        action = sense.action
+        # After a pick verb, "on the plate" says where the object is, "onto the plate" where it goes.
+        dests = list(main.dest)
+        if action is NextAction.PICK:
+            sources += [d.tokens for d in dests if not d.directional]
+            dests = [d for d in dests if d.directional]
+        if len(dests) > 1:
+            raise self.fail(ParseErrorKind.AMBIGUOUS,
+                            f"'{self.text}' names {len(dests)} destinations; name one")
+        dest = dests[0] if dests else None
+        dest_np = self._noun_phrase(dest.tokens) if dest is not None else None
+        if dest_np is not None and dest_np.kind in ("pronoun", "empty", "substance"):
+            raise self.fail(ParseErrorKind.INCOMPLETE,
+                            f"the destination '{dest_np.words}' in '{self.text}' names no object")
+
+        if dest_np is not None and dest_np.kind == "person":
+            if action not in (NextAction.PICK, NextAction.PLACE, NextAction.HAND_OVER):
+                raise self.fail(ParseErrorKind.UNSUPPORTED,
+                                f"cannot {_human(action.value)} to a person ('{self.text}'); to give an "
+                                "object say 'hand me the ...'")
+            action = NextAction.HAND_OVER
+        elif dest_np is not None and sense.with_destination is not None:
+            action = sense.with_destination
+        elif dest_np is not None and action is NextAction.HAND_OVER:
+            raise self.fail(ParseErrorKind.UNSUPPORTED,
+                            f"'{main.verb}' goes to a person, not to '{dest_np.words}' ('{self.text}'); "
+                            f"say 'put ... on the {dest_np.words}' to place it")
+        if main.resultative is not None:
+            action = main.resultative
+
+        target = self._target(action, actions, first_obj, sources)
+        cat = CATEGORIES[target.category or ""]
+        rule = _RULES[action]
+        explicit = self._explicit_grasp(grasp_slots, cat.name, target)
+        keep_clear = {self._part_phrase(k, cat.name, target.part, "part to keep clear") for k in keep}
+
+        if cat.fixed and action in _MOVES_TARGET:
+            raise self.fail(ParseErrorKind.UNSUPPORTED,
+                            f"the {_human(cat.name)} is fixed in the scene and cannot be moved "
+                            f"('{self.text}'); movable objects: "
+                            f"{_join(sorted(c for c in self.scope if not CATEGORIES[c].fixed))}")
+        if rule.articulated and (action is not NextAction.PULL or cat.parts_with("pull")):
+            grasp, use = self._articulated_grasp(action, cat, explicit, target.part)
+            if grasp in keep_clear:
+                raise self.fail(ParseErrorKind.CONTRADICTION,
+                                f"contradictory task '{self.text}': to {action.value} the {_human(cat.name)} "
+                                f"the gripper must hold its {_human(grasp)}, which the sentence keeps clear")
+        else:
+            # "pick up the kettle handle": a part named with the object is where to hold it.
+            if target.part is not None and explicit not in (None, target.part):
+                raise self.fail(ParseErrorKind.CONTRADICTION,
+                                f"contradictory task '{self.text}': names both the {_human(target.part)} and "
+                                f"the {_human(explicit or '')} of the {_human(cat.name)} as the grasp")
+            explicit = explicit or target.part
+            use = self._use_part(action, rule, cat, explicit)
+            if use is not None and rule.use_purpose:
+                keep_clear.add(use)
+            grasp = self._grasp(rule, cat, explicit, keep_clear)
+        destination, region = self._destination(action, rule, dest, dest_np, main)
+        return Intent(
+            target=cat.name,
+            grasp_region=grasp,
+            next_action=action,
+            keep_clear=tuple(p for p in cat.parts if p in keep_clear),
+            destination=destination,
+            destination_region=region,
+            use_region=use,
+            text=self.text,
+        )
+
+    def _target(self, action: NextAction, actions: list[_ActionClause], first_obj: _NounPhrase,
+                sources: list[list[str]]) -> _NounPhrase:
+        source_nps = [self._noun_phrase(s) for s in sources]
+        for s in source_nps:
+            if s.kind not in ("object", "surface"):
+                raise self.fail(ParseErrorKind.INCOMPLETE,
+                                f"'from {s.words}' in '{self.text}' names no object")
+        target = first_obj
+        if len(actions) == 2:
+            second = self._noun_phrase(actions[1].obj)
+            if first_obj.kind == "empty":  # "pick up and hang the mug"
+                target = first_obj = second
+            elif second.kind == "object" and second.category != first_obj.category:
+                raise self.fail(ParseErrorKind.UNSUPPORTED,
+                                f"'{actions[0].words}' and '{actions[1].words}' act on different objects: "
+                                "give one task per sentence")
+        if action is NextAction.POUR:
+            containers = [s for s in source_nps if s.kind == "object"]
+            if target.kind == "object":
+                if containers and containers[0].category != target.category:
+                    raise self.fail(ParseErrorKind.AMBIGUOUS,
+                                    f"'{self.text}' pours from both the {target.words} and the "
+                                    f"{containers[0].words}; name one source")
+            elif target.kind in ("substance", "empty", "pronoun") and containers:
+                target = containers[0]
+            elif target.kind in ("substance", "empty", "pronoun"):
+                raise self.fail(ParseErrorKind.INCOMPLETE,
+                                f"'{self.text}' does not say what to pour from: e.g. 'pour water from the "
+                                "kettle into the bowl'")
+        if target.kind == "pronoun":
+            raise self.fail(ParseErrorKind.INCOMPLETE,
+                            f"'{target.words}' in '{self.text}' refers to nothing named before it")
+        if target.kind == "empty":
+            raise self.fail(ParseErrorKind.INCOMPLETE,
+                            f"no object to {_human(action.value)} in '{self.text}'; "
+                            f"{self._known_objects_note()}")
+        if target.kind != "object":
+            raise self.fail(ParseErrorKind.UNKNOWN_OBJECT,
+                            f"'{target.words}' in '{self.text}' is not an object the robot can grasp; "
+                            f"{self._known_objects_note()}")
+        return target
+
+    def _explicit_grasp(self, slots: list[list[str]], cat: str, target: _NounPhrase) -> str | None:
+        named = {self._part_phrase(s, cat, target.part, "grasp") for s in slots}
+        if len(named) > 1:
+            raise self.fail(ParseErrorKind.CONTRADICTION,
+                            f"contradictory task '{self.text}': grasp regions {_join(sorted(named))} "
+                            "both named")
+        return named.pop() if named else None
+
+    def _use_part(self, action: NextAction, rule: _Rule, cat: Category, explicit: str | None) -> str | None:
+        # Affordances are a fallback chain: a pan has no pour_out part, so it pours over the
+        # part that contains; a kettle pours through its spout only, never its body.
+        candidates = next((list(cat.parts_with(a)) for a in rule.use if cat.parts_with(a)), [])
+        if not candidates:
+            if rule.use_required:
+                raise self.fail(ParseErrorKind.UNSUPPORTED,
+                                f"the {_human(cat.name)} cannot {_human(action.value)} ('{self.text}'): "
+                                f"none of its parts ({_join(cat.parts)}) affords {' or '.join(rule.use)}")
+            return None
+        free = [p for p in candidates if p != explicit]
+        if not free:
+            raise self.fail(ParseErrorKind.CONTRADICTION,
+                            f"contradictory task '{self.text}': {_human(action.value)} needs the "
+                            f"{_human(cat.name)}'s {_human(candidates[0])} free {rule.use_purpose}, but the "
+                            "sentence grasps it there")
+        return free[0]
+
+    def _grasp(self, rule: _Rule, cat: Category, explicit: str | None, keep_clear: set[str]) -> str:
+        """The named grasp if consistent; else the default grasp, then the other graspable
+        parts in label order, skipping every part that must stay clear."""
+        if explicit is not None:
+            if explicit in keep_clear:
+                raise self.fail(ParseErrorKind.CONTRADICTION,
+                                f"contradictory task '{self.text}': grasps the {_human(cat.name)} by its "
+                                f"{_human(explicit)} and keeps that part clear")
+            return explicit
+        graspable = [p for aff in _GRASPABLE for p in cat.parts_with(aff)]
+        order = [cat.default_grasp, *sorted(graspable, key=cat.parts.index)]
+        if rule.grasp_any_part:
+            order += list(cat.parts)
+        for part in dict.fromkeys(order):
+            if part not in keep_clear:
+                return part
+        raise self.fail(ParseErrorKind.CONTRADICTION,
+                        f"contradictory task '{self.text}': every graspable part of the {_human(cat.name)} "
+                        f"({_join(list(dict.fromkeys(order)))}) must stay clear")
+
+    def _articulated_grasp(self, action: NextAction, cat: Category, explicit: str | None,
+                           named: str | None) -> tuple[str, str | None]:
+        pulls = cat.parts_with("pull")
+        if not pulls:
+            openable = sorted(c.name for c in CATEGORIES.values() if c.parts_with("pull"))
+            raise self.fail(ParseErrorKind.UNSUPPORTED,
+                            f"the {_human(cat.name)} has nothing to {action.value} ('{self.text}'): none of "
+                            f"its parts affords pull; objects that do: {_join(openable)}")
+        if explicit is not None and explicit not in pulls:
+            raise self.fail(ParseErrorKind.UNSUPPORTED,
+                            f"to {action.value} the {_human(cat.name)} hold a part that pulls "
+                            f"({_join(pulls)}), not its {_human(explicit)} ('{self.text}')")
+        if explicit is not None:
+            grasp = explicit
+        elif named in pulls:
+            grasp = named
+        elif named is not None:
+            own = [p for p in pulls if p.startswith(f"{named}_")]
+            if len(own) != 1:
+                raise self.fail(ParseErrorKind.UNSUPPORTED,
+                                f"the {_human(cat.name)}'s {_human(named)} has no handle to {action.value} "
+                                f"by ('{self.text}'); parts that pull: {_join(pulls)}")
+            grasp = own[0]
+        elif cat.default_grasp in pulls:
+            grasp = cat.default_grasp
+        elif len(pulls) == 1:
+            grasp = pulls[0]
+        else:
+            raise self.fail(ParseErrorKind.AMBIGUOUS,
+                            f"which part of the {_human(cat.name)} to {action.value} in '{self.text}': "
+                            f"{_join(pulls)}?")
+        # The part that moves: the one whose name prefixes the handle ("drawer" of "drawer_handle").
+        movers = [p for p in cat.parts if grasp.startswith(f"{p}_")]
+        use = named if named is not None and named not in pulls else max(movers, key=len, default=None)
+        return grasp, use
+
+    def _destination(self, action: NextAction, rule: _Rule, dest: _Destination | None,
+                     dest_np: _NounPhrase | None, main: _ActionClause) -> tuple[str | None, str | None]:
+        if dest_np is None or dest_np.kind == "person":
+            if rule.destination == "required" and not (rule.surface_ok and main.down):
+                example = "into the bowl" if action is NextAction.POUR else "on the rack" \
+                    if action is NextAction.HANG else "on the plate"
+                raise self.fail(ParseErrorKind.INCOMPLETE,
+                                f"'{self.text}' does not say where to {_human(action.value)} it: "
+                                f"name the receiving object, e.g. '{example}'")
+            return None, None
+        if dest_np.kind == "surface":
+            if rule.surface_ok:
+                return None, None
+            raise self.fail(ParseErrorKind.UNSUPPORTED,
+                            f"cannot {_human(action.value)} onto the {dest_np.words} ('{self.text}'): "
+                            "name the receiving object")
+        if rule.destination == "none":
+            raise self.fail(ParseErrorKind.UNSUPPORTED,
+                            f"'{main.verb}' takes no destination, but '{self.text}' names the "
+                            f"{dest_np.words}")
+        assert dest is not None and dest_np.category is not None
+        dcat = CATEGORIES[dest_np.category]
+        wanted = rule.receiving(dest.relation)
+        if dest_np.part is not None:
+            affs = dcat.affordances.get(dest_np.part, ())
+            if any(a in affs for a in wanted) or (rule.body_fallback and dest_np.part == "body"):
+                return dcat.name, dest_np.part
+            raise self.fail(ParseErrorKind.UNSUPPORTED,
+                            f"the {_human(dcat.name)}'s {_human(dest_np.part)} cannot receive a "
+                            f"{_human(action.value)} ('{self.text}'): it affords {_join(affs)}, "
+                            f"not {' or '.join(wanted)}")
+        for aff in wanted:
+            parts = dcat.parts_with(aff)
+            if parts:
+                return dcat.name, parts[0]
+        if rule.body_fallback and "body" in dcat.parts:
+            return dcat.name, "body"
+        raise self.fail(ParseErrorKind.UNSUPPORTED,
+                        f"the {_human(dcat.name)} cannot receive a {_human(action.value)} ('{self.text}'): "
+                        f"none of its parts ({_join(dcat.parts)}) affords {' or '.join(wanted)}")
+
+
+def _scope(known_objects: Sequence[str] | None) -> tuple[str, ...] | None:
+    if known_objects is None:
+        return None
+    if isinstance(known_objects, str):
+        raise TypeError("known_objects must be a sequence of category names, not a single string")
+    unknown = sorted({o for o in known_objects if o not in CATEGORIES})
+    if unknown:
+        raise ValueError(
+            f"known_objects lists unknown categories {unknown}; known: {_join(sorted(CATEGORIES))}"
+        )
+    return tuple(dict.fromkeys(known_objects))
+
+
+def parse(
+    text: str, known_objects: Sequence[str] | None = None, config: ParserConfig | None = None
+) -> Intent:
+    """Parse a task sentence into an :class:`Intent`.
+
+    Args:
+        text: The instruction, e.g. "hang the mug on the rack".
+        known_objects: Categories present in the scene (ontology names, duplicates allowed);
+            targets and destinations must be among them. None: any ontology category.
+        config: Parser tuning; defaults to :class:`ParserConfig()`.
+
+    Raises:
+        TaskParseError: The sentence is empty, names no known object, verb or part, names an
+            object not in the scene, or contradicts itself; ``error.kind`` says which.
+        ValueError: ``known_objects`` lists a name that is not an ontology category.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return _Parser(text, _scope(known_objects), config or ParserConfig()).run()

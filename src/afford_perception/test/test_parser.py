@@ -1,0 +1,334 @@
+"""Task-sentence parser: sentence -> Intent (target, grasp region, parts kept clear, next action,
+destination) for the AffordSim query patterns, plus refusals.
+
+Every case compares the whole Intent, so a wrong keep_clear or destination part fails the
+test, not only a wrong target.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import afford_perception.text_embedding as text_embedding
+import numpy as np
+import pytest
+from afford_perception.parser import ParseErrorKind, ParserConfig, TaskParseError, parse
+from afford_perception.types import Intent, NextAction
+
+A = NextAction
+NO_EMBEDDINGS = ParserConfig(use_embeddings=False)
+
+
+def _intent(target: str, grasp: str, action: NextAction, keep: tuple[str, ...] = (), dest: str | None = None,
+            region: str | None = None, use: str | None = None) -> dict[str, object]:
+    return Intent(target, grasp, action, keep, dest, region, use).as_dict()
+
+
+Case = tuple[str, Sequence[str] | None, dict[str, object]]
+
+
+def _case(text: str, expected: dict[str, object], known: Sequence[str] | None = None) -> Case:
+    return text, known, expected
+
+
+def _ids(cases: Sequence[Case]) -> list[str]:
+    return [text + (f" {list(known)}" if known is not None else "") for text, known, _ in cases]
+
+
+# --------------------------------------------------------------------------- lexicon cases
+
+SINGLE_QUERY = [
+    _case("pick up the scoop", _intent("scoop", "handle", A.PICK)),
+    _case("pick up the mug by its body", _intent("mug", "body", A.PICK)),
+    _case("grab the hammer by the handle", _intent("hammer", "handle", A.PICK)),
+    _case("lift the coffee cup", _intent("mug", "handle", A.PICK)),
+    _case("pick up the skillet by its grip", _intent("pan", "handle", A.PICK)),
+    _case("Please pick the mug up.", _intent("mug", "handle", A.PICK)),
+    _case("pick up the spout of the kettle", _intent("kettle", "spout", A.PICK)),
+    _case("pick up the kettle without touching the spout", _intent("kettle", "handle", A.PICK, ("spout",))),
+    _case("pick up the mug without touching the handle", _intent("mug", "body", A.PICK, ("handle",))),
+    _case("grab the mug, not by the handle", _intent("mug", "body", A.PICK, ("handle",))),
+    _case("pick up the kettle without touching the spout or the lid",
+          _intent("kettle", "handle", A.PICK, ("spout", "lid"))),
+]
+
+PLACE = [
+    _case("put the banana on the plate", _intent("banana", "body", A.PLACE, dest="plate", region="body")),
+    _case("place the cube in the bowl", _intent("cube", "body", A.PLACE, dest="bowl", region="body")),
+    _case("move the box to the tray", _intent("box", "body", A.PLACE, dest="tray", region="base")),
+    _case("put the box on the shelf", _intent("box", "body", A.PLACE, dest="shelf", region="board")),
+    _case("put the cube in the drawer", _intent("cube", "body", A.PLACE, dest="cabinet", region="drawer")),
+    _case("put the bottle on the table", _intent("bottle", "body", A.PLACE)),
+    _case("put the mug down", _intent("mug", "handle", A.PLACE)),
+    _case("pick up the banana and place it in the bowl",
+          _intent("banana", "body", A.PLACE, dest="bowl", region="body")),
+    _case("take the mug to the tray", _intent("mug", "handle", A.PLACE, dest="tray", region="base")),
+    _case("bring the mug to the tray", _intent("mug", "handle", A.PLACE, dest="tray", region="base")),
+]
+
+POUR = [
+    _case("pour water from the kettle into the bowl",
+          _intent("kettle", "handle", A.POUR, ("spout",), "bowl", "rim", "spout")),
+    _case("Pick up the kettle by its handle and pour into the bowl",
+          _intent("kettle", "handle", A.POUR, ("spout",), "bowl", "rim", "spout")),
+    _case("pour the cup into the bowl", _intent("paper_cup", "body", A.POUR, ("rim",), "bowl", "rim", "rim"),
+          known=("paper_cup", "bowl", "microwave")),
+    _case("pour the cup into the bowl", _intent("mug", "handle", A.POUR, ("rim",), "bowl", "rim", "rim")),
+    _case("pour the bowl into the pot", _intent("bowl", "body", A.POUR, ("rim",), "pot", "body", "rim")),
+    _case("pour the pan into the bowl", _intent("pan", "handle", A.POUR, ("body",), "bowl", "rim", "body")),
+]
+
+HANG = [
+    _case("hang the mug on the rack", _intent("mug", "body", A.HANG, ("handle",), "rack", "hook", "handle")),
+    _case("pick up the mug and hang it on the rack",
+          _intent("mug", "body", A.HANG, ("handle",), "rack", "hook", "handle")),
+    _case("hang the mug on the rack holding its body",
+          _intent("mug", "body", A.HANG, ("handle",), "rack", "hook", "handle")),
+]
+
+ARTICULATED = [
+    _case("open the drawer", _intent("cabinet", "drawer_handle", A.OPEN, use="drawer")),
+    _case("open the cabinet door", _intent("cabinet", "door_handle", A.OPEN, use="door")),
+    _case("open the microwave", _intent("microwave", "door_handle", A.OPEN, use="door")),
+    _case("close the drawer", _intent("cabinet", "drawer_handle", A.CLOSE, use="drawer")),
+    _case("push the drawer closed", _intent("cabinet", "drawer_handle", A.CLOSE, use="drawer")),
+    _case("pull the drawer open", _intent("cabinet", "drawer_handle", A.OPEN, use="drawer")),
+    _case("open the drawer by its handle", _intent("cabinet", "drawer_handle", A.OPEN, use="drawer")),
+    _case("open the door", _intent("microwave", "door_handle", A.OPEN, use="door"),
+          known=("microwave", "mug")),
+]
+
+OTHER_ACTIONS = [
+    _case("stack the cube on the box", _intent("cube", "body", A.STACK, dest="box", region="body")),
+    _case("stack the red cube on the blue cube",
+          _intent("cube", "body", A.STACK, dest="cube", region="body")),
+    _case("insert the scoop into the mug", _intent("scoop", "handle", A.INSERT, dest="mug", region="rim")),
+    _case("hand me the hammer", _intent("hammer", "head", A.HAND_OVER, ("handle",), use="handle")),
+    _case("give the mug to me", _intent("mug", "body", A.HAND_OVER, ("handle",), use="handle")),
+    _case("hand me the cube", _intent("cube", "body", A.HAND_OVER)),
+    _case("push the box", _intent("box", "body", A.PUSH)),
+    _case("pull the box", _intent("box", "body", A.PULL)),
+]
+
+LEXICON_CASES = SINGLE_QUERY + PLACE + POUR + HANG + ARTICULATED + OTHER_ACTIONS
+
+
+def _check(text: str, known: Sequence[str] | None, expected: dict[str, object]) -> None:
+    intent = parse(text, known_objects=known)
+    assert intent.as_dict() == expected
+    assert intent.text == text
+
+
+@pytest.mark.parametrize(("text", "known", "expected"), SINGLE_QUERY, ids=_ids(SINGLE_QUERY))
+def test_single_query(text: str, known: Sequence[str] | None, expected: dict[str, object]) -> None:
+    """Pick tasks name one object and maybe a part; the grasp region is what the affordance
+    model is queried for ("Graspable Handle" on the scoop), so the wrong part here means the
+    fingers close on the wrong geometry. A part the person asks to avoid must move the grasp
+    to another graspable part, not be ignored."""
+    _check(text, known, expected)
+
+
+@pytest.mark.parametrize(("text", "known", "expected"), PLACE, ids=_ids(PLACE))
+def test_place(text: str, known: Sequence[str] | None, expected: dict[str, object]) -> None:
+    """The destination region decides where the placement pose is computed: the bowl's
+    inside, the plate's or tray's support surface, the cabinet's drawer. The table resolves
+    to no destination (the scene module owns the table), never to an invented object."""
+    _check(text, known, expected)
+
+
+@pytest.mark.parametrize(("text", "known", "expected"), POUR, ids=_ids(POUR))
+def test_pour(text: str, known: Sequence[str] | None, expected: dict[str, object]) -> None:
+    """AffordSim's multi-query pattern: grasp on the source's handle, pour through the part
+    affording pour_out, into the receiver's part affording pour_in. Grasping the spout or rim
+    would block the pour on the real arm; a bowl's default grasp is its rim, so pouring from
+    a bowl must move the grasp to its body."""
+    _check(text, known, expected)
+
+
+@pytest.mark.parametrize(("text", "known", "expected"), HANG, ids=_ids(HANG))
+def test_grasp_avoids_functional_region(text: str, known: Sequence[str] | None,
+                                        expected: dict[str, object]) -> None:
+    """The mug-hang pattern: the handle must engage the hook, so the gripper holds the body
+    and the handle is kept clear. Holding the handle (the mug's default grasp) makes the hang
+    physically impossible, the failure AffordSim reports for generic grasp estimators."""
+    _check(text, known, expected)
+
+
+@pytest.mark.parametrize(("text", "known", "expected"), ARTICULATED, ids=_ids(ARTICULATED))
+def test_articulated(text: str, known: Sequence[str] | None, expected: dict[str, object]) -> None:
+    """Opening and closing grasp the part that pulls (the drawer's handle, not the door's),
+    and use_region names the part that moves so the planner can follow its joint."""
+    _check(text, known, expected)
+
+
+@pytest.mark.parametrize(("text", "known", "expected"), OTHER_ACTIONS, ids=_ids(OTHER_ACTIONS))
+def test_other_actions(text: str, known: Sequence[str] | None, expected: dict[str, object]) -> None:
+    """Stack, insert, hand-over, push and pull. Hand-over grasps away from the handle so the
+    person receives it (a hammer is offered head-first in the robot's hand); objects
+    without a handle are handed over by their default grasp."""
+    _check(text, known, expected)
+
+
+def test_lexicon_hits_never_touch_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Exact lexicon hits must not load MiniLM: the first task of a shift should not wait
+    seconds for torch, and a cell without the model package must still parse known words."""
+
+    def forbidden(texts: Sequence[str]) -> np.ndarray:
+        raise AssertionError(f"embedding requested for {list(texts)[:1]}")
+
+    monkeypatch.setattr(text_embedding, "embed", forbidden)
+    start = time.perf_counter()
+    for text, known, _ in LEXICON_CASES:
+        parse(text, known_objects=known)
+    per_parse = (time.perf_counter() - start) / len(LEXICON_CASES)
+    # Measured ~0.05 ms; the bound only catches an accidental model call or quadratic scan.
+    assert per_parse < 5e-3
+
+
+# --------------------------------------------------------------------------- refusals
+
+ERROR_CASES = [
+    ("", None, ParseErrorKind.EMPTY, "empty task sentence"),
+    ("   ", None, ParseErrorKind.EMPTY, "empty task sentence"),
+    ("pick up the unicorn", None, ParseErrorKind.UNKNOWN_OBJECT,
+     "no known object in 'pick up the unicorn'"),
+    ("pick up the mug", ("bowl", "kettle"), ParseErrorKind.NOT_IN_SCENE,
+     "objects in the scene: bowl, kettle"),
+    ("pick up the hammer", (), ParseErrorKind.NOT_IN_SCENE, "objects in the scene: none"),
+    ("pick up the cube by its handle", None, ParseErrorKind.UNKNOWN_PART, "cube parts: body"),
+    ("hang the mug by its handle on the rack", None, ParseErrorKind.CONTRADICTION,
+     "hang needs the mug's handle free"),
+    ("pick up the mug by its handle and keep the handle clear", None, ParseErrorKind.CONTRADICTION,
+     "keeps that part clear"),
+    ("hand me the hammer by its handle", None, ParseErrorKind.CONTRADICTION, "for the person to take"),
+    ("pour the kettle into the bowl by its spout", None, ParseErrorKind.CONTRADICTION,
+     "pour needs the kettle's spout free"),
+    ("pick up the mug by its handle and by its body", None, ParseErrorKind.CONTRADICTION,
+     "grasp regions body, handle"),
+    ("hang the mug on the rack keeping the body clear", None, ParseErrorKind.CONTRADICTION,
+     "every graspable part"),
+    ("pick up the mug by the bowl's rim", None, ParseErrorKind.CONTRADICTION, "names the bowl"),
+    ("juggle the mug", None, ParseErrorKind.UNKNOWN_VERB, "known actions: pick, place"),
+    ("the mug", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
+    ("open the door", None, ParseErrorKind.AMBIGUOUS, "cabinet, microwave"),
+    ("place the mug", None, ParseErrorKind.INCOMPLETE, "does not say where"),
+    ("pour into the bowl", None, ParseErrorKind.INCOMPLETE, "what to pour from"),
+    ("put the mug next to the bowl", None, ParseErrorKind.UNSUPPORTED, "'next to'"),
+    ("open the bottle", None, ParseErrorKind.UNSUPPORTED, "objects that do: cabinet, microwave"),
+    ("pick up the cabinet", None, ParseErrorKind.UNSUPPORTED, "fixed in the scene"),
+    ("hang the cube on the rack", None, ParseErrorKind.UNSUPPORTED, "none of its parts (body) affords hang"),
+    ("hang the mug on the shelf", None, ParseErrorKind.UNSUPPORTED, "shelf cannot receive"),
+    ("open the drawer and put the cube in it", None, ParseErrorKind.UNSUPPORTED, "two tasks"),
+    ("pick up the mug and the bowl", None, ParseErrorKind.UNSUPPORTED, "one object per task"),
+    ("put the banana upside down on the plate", None, ParseErrorKind.UNSUPPORTED, "'upside down'"),
+    ("put the mug on the hook", None, ParseErrorKind.UNSUPPORTED, "affords hang"),
+]
+
+
+@pytest.mark.parametrize(("text", "known", "kind", "fragment"), ERROR_CASES,
+                         ids=[f"{c[0] or repr(c[0])}-{c[2].value}" for c in ERROR_CASES])
+def test_refusals(text: str, known: Sequence[str] | None, kind: ParseErrorKind, fragment: str) -> None:
+    """An instruction the parser cannot ground exactly is refused with one line that says
+    what is known, instead of producing a guess: on a real cell a guessed object or part is a
+    grasp on the wrong thing, and a contradiction resolved either way does something the
+    person did not ask for."""
+    with pytest.raises(TaskParseError) as err:
+        parse(text, known_objects=known, config=NO_EMBEDDINGS)
+    assert err.value.kind is kind
+    assert fragment in str(err.value)
+    assert "\n" not in str(err.value)
+    assert err.value.text == text
+
+
+def test_known_objects_must_be_categories() -> None:
+    """A scene list with a name outside the ontology is a caller bug (perception publishing a
+    raw label), reported as such rather than as an unparseable sentence."""
+    with pytest.raises(ValueError, match="unknown categories \\['unicorn'\\]") as err:
+        parse("pick up the mug", known_objects=["mug", "unicorn"])
+    assert not isinstance(err.value, TaskParseError)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"similarity_threshold": 0.0}, {"similarity_threshold": 1.5}, {"min_margin": -0.1}, {"min_margin": 1.0},
+    {"max_unknown_words": 0}, {"use_embeddings": "yes"},
+])
+def test_config_is_validated(kwargs: dict[str, object]) -> None:
+    """A threshold of 0 would accept any word as some object; a bad config must fail at
+    start-up, not as a wrong grasp later."""
+    with pytest.raises(ValueError):
+        ParserConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_disabled_fallback_refuses_unknown_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the fallback off the model is never asked, and the refusal says why, so an
+    operator knows a synonym is missing rather than the object."""
+    monkeypatch.setattr(text_embedding, "embed", lambda texts: pytest.fail("model used"))
+    with pytest.raises(TaskParseError, match="embedding fallback is disabled") as err:
+        parse("grab the teakettle", config=NO_EMBEDDINGS)
+    assert err.value.kind is ParseErrorKind.UNKNOWN_OBJECT
+
+
+# --------------------------------------------------------------------------- MiniLM fallback
+
+
+@pytest.fixture(scope="module")
+def minilm() -> float:
+    """Loads the bundled MiniLM once for this module; returns the load time in seconds."""
+    start = time.perf_counter()
+    text_embedding.load_model()
+    return time.perf_counter() - start
+
+
+FALLBACK_CASES = [
+    _case("grab the teakettle", _intent("kettle", "handle", A.PICK)),
+    _case("grab the teakettle", _intent("kettle", "handle", A.PICK), known=("kettle", "bowl")),
+    _case("put the cuboid on the plate", _intent("cube", "body", A.PLACE, dest="plate", region="body")),
+    _case("open the wardrobe", _intent("cabinet", "drawer_handle", A.OPEN, use="drawer")),
+    _case("uplift the mug", _intent("mug", "handle", A.PICK)),
+    _case("pick up the pan by its gripping area", _intent("pan", "handle", A.PICK)),
+]
+
+
+@pytest.mark.parametrize(("text", "known", "expected"), FALLBACK_CASES, ids=_ids(FALLBACK_CASES))
+def test_embedding_fallback_resolves_paraphrases(minilm: float, text: str, known: Sequence[str] | None,
+                                                 expected: dict[str, object]) -> None:
+    """People say "teakettle" or "wardrobe"; the real MiniLM maps such unknown object, verb
+    and part words to the ontology when clearly similar, so the robot does not refuse
+    everyday paraphrases."""
+    _check(text, known, expected)
+
+
+@pytest.mark.parametrize(("text", "kind", "fragment"), [
+    ("pick up the unicorn", ParseErrorKind.UNKNOWN_OBJECT, "closest is"),
+    ("pick up the teacup", ParseErrorKind.UNKNOWN_OBJECT, "too close to tell apart"),
+    ("juggle the mug", ParseErrorKind.UNKNOWN_VERB, "'juggle' is not a verb I know"),
+    ("pick up the mug by its thingamajig", ParseErrorKind.UNKNOWN_PART, "mug parts: body, handle, rim"),
+])
+def test_embedding_fallback_refuses_weak_matches(minilm: float, text: str, kind: ParseErrorKind,
+                                                 fragment: str) -> None:
+    """Below the threshold, or when two candidates tie ("teacup": mug vs kettle), the parser
+    refuses: a guessed object on a real cell is a grasp on the wrong thing."""
+    with pytest.raises(TaskParseError) as err:
+        parse(text)
+    assert err.value.kind is kind
+    assert fragment in str(err.value)
+
+
+def test_threshold_is_configurable(minilm: float) -> None:
+    """A stricter cell (e.g. near people) can raise the threshold and get refusals instead
+    of paraphrase matches."""
+    assert parse("grab the teakettle").target == "kettle"
+    with pytest.raises(TaskParseError, match="similarity 0.7"):
+        parse("grab the teakettle", config=ParserConfig(similarity_threshold=0.9))
+
+
+def test_embed_returns_unit_rows(minilm: float) -> None:
+    """The parser treats a dot product as cosine similarity; that needs unit rows, and a
+    repeated phrase must give the identical vector (cache) so parses are reproducible."""
+    vectors = text_embedding.embed(["mug", "coffee cup", "mug", "hammer"])
+    assert vectors.shape == (4, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(vectors[0], vectors[2])
+    assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[3]) + 0.2
+    assert text_embedding.load_seconds() is not None and minilm < 60.0

@@ -1,0 +1,319 @@
+"""Skills: the motions that turn a chosen grasp into an interaction.
+
+A skill runs stage by stage against an :class:`Executor` (the batch world in simulation,
+franky on the robot) and plans every stage from the state the previous one left, because the
+object in the hand is never exactly where the plan assumed. What the robot knows about the
+held object comes from perception only: the object's cloud, carried rigidly with the TCP
+from the moment of the grasp. Success is judged elsewhere (the simulator's tasks read true
+poses); a skill only reports whether each motion could be planned and executed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from afford_planner.types import GraspCandidate
+
+
+class Executor(Protocol):
+    """What a skill needs from a robot, simulated or real."""
+
+    def arm_q(self) -> np.ndarray: ...
+
+    def follow(self, times: np.ndarray, qs: np.ndarray) -> None: ...
+
+    def open_gripper(self) -> None: ...
+
+    def close_gripper(self) -> None: ...
+
+    def wait(self, seconds: float) -> None: ...
+
+
+class Planner(Protocol):
+    """What a skill needs from the motion planner (``afford_planner.motion.MotionPlanner``)."""
+
+    def plan_to_pose(self, q_start: np.ndarray, tcp_pose: np.ndarray): ...  # noqa: ANN201
+
+    def cartesian_path(self, q_start: np.ndarray, tcp_pose_goal: np.ndarray): ...  # noqa: ANN201
+
+    def time_parameterize(self, waypoints: np.ndarray, vel_scale: float): ...  # noqa: ANN201
+
+
+@dataclass
+class SkillConfig:
+    """Distances, speeds and waits shared by all skills.
+
+    Attributes:
+        pregrasp_offset: Distance (m) back along the approach where the free-space motion ends
+            and the straight-line approach starts.
+        lift_height: How far (m) to lift straight up after closing the gripper.
+        vel_scale: Fraction of the FR3 joint velocity limits used for every motion.
+        settle_s: Wait (s) after closing or opening the gripper.
+        place_clearance: Height (m) above the destination's surface at which a placed object is
+            released.
+        retreat: Distance (m) to back off along the approach after releasing.
+        pull_distance: How far (m) to pull a drawer or door handle.
+        pour_tilt_deg: Tilt (deg) of the held container about the axis across its pour spout.
+        pour_height: Height (m) of the pour spout above the receiving rim before tilting.
+        hang_overshoot: How far (m) beyond the hook tip the handle ring starts before sliding on.
+        hang_drop: How far (m) the ring is lowered onto the hook before release.
+    """
+
+    pregrasp_offset: float = 0.10
+    lift_height: float = 0.15
+    vel_scale: float = 0.6
+    settle_s: float = 0.6
+    place_clearance: float = 0.015
+    retreat: float = 0.10
+    pull_distance: float = 0.15
+    pour_tilt_deg: float = 95.0
+    pour_height: float = 0.07
+    hang_overshoot: float = 0.05
+    hang_drop: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name in ("pregrasp_offset", "lift_height", "vel_scale", "settle_s", "retreat", "pull_distance"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"SkillConfig.{name} must be positive")
+        if not 0 < self.vel_scale <= 1:
+            raise ValueError("SkillConfig.vel_scale must be in (0, 1]")
+        if not 0 < self.pour_tilt_deg < 180:
+            raise ValueError("SkillConfig.pour_tilt_deg must be in (0, 180)")
+
+
+class SkillError(RuntimeError):
+    """A stage could not be planned or executed; the message says which and why."""
+
+
+@dataclass
+class StageReport:
+    """Outcome of one stage as the robot sees it (planned and executed, or why not)."""
+
+    name: str
+    executed: bool
+    reason: str = ""
+    duration_s: float = 0.0
+
+
+@dataclass
+class HeldObject:
+    """Perceived geometry of the grasped object, expressed in the TCP frame at grasp time.
+
+    Attributes:
+        points: (N, 3) object points in the TCP frame.
+        parts: Named subsets of points (e.g. ``"spout"``, ``"handle"``) in the TCP frame.
+    """
+
+    points: np.ndarray
+    parts: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def from_world(cls, tcp_pose: np.ndarray, points: np.ndarray, parts: dict[str, np.ndarray]) -> HeldObject:
+        inv = np.linalg.inv(tcp_pose)
+        return cls(points=_apply(inv, points), parts={k: _apply(inv, v) for k, v in parts.items() if len(v)})
+
+    def in_world(self, tcp_pose: np.ndarray, part: str | None = None) -> np.ndarray:
+        return _apply(tcp_pose, self.points if part is None else self.parts[part])
+
+
+def _apply(t: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    return np.asarray(pts) @ t[:3, :3].T + t[:3, 3]
+
+
+def _translated(pose: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    out = pose.copy()
+    out[:3, 3] = out[:3, 3] + delta
+    return out
+
+
+def _rotated_about(pose: np.ndarray, axis: np.ndarray, angle: float, point: np.ndarray) -> np.ndarray:
+    """``pose`` rotated by ``angle`` about the world line through ``point`` along ``axis``."""
+    r = Rotation.from_rotvec(axis / np.linalg.norm(axis) * angle).as_matrix()
+    out = np.eye(4)
+    out[:3, :3] = r @ pose[:3, :3]
+    out[:3, 3] = r @ (pose[:3, 3] - point) + point
+    return out
+
+
+@dataclass
+class SkillRunner:
+    """Runs the stages of a skill: plans each from the current state and executes it.
+
+    Attributes:
+        executor: The robot (simulated or real).
+        planner: The motion planner, whose collision world mirrors the scene.
+        config: Skill distances and speeds.
+        allow_contact: Called with an object name and a flag to let the planner ignore (or
+            again respect) collisions with that object, for the last centimetres of an
+            approach and while an object is held.
+    """
+
+    executor: Executor
+    planner: Planner
+    config: SkillConfig = field(default_factory=SkillConfig)
+    allow_contact: Callable[[str, bool], None] = lambda name, allowed: None
+    tcp_pose: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def _execute(self, result: object, stage: str) -> None:
+        if not getattr(result, "success", False):
+            raise SkillError(f"{stage}: {getattr(result, 'reason', 'planning failed')}")
+        waypoints = np.asarray(result.waypoints)  # type: ignore[attr-defined]
+        if len(waypoints) < 2:
+            return
+        times, qs = self.planner.time_parameterize(waypoints, self.config.vel_scale)
+        self.executor.follow(np.asarray(times), np.asarray(qs))
+
+    def move_to(self, pose: np.ndarray, stage: str) -> None:
+        """Collision-free motion to a TCP pose."""
+        self._execute(self.planner.plan_to_pose(self.executor.arm_q(), pose), stage)
+
+    def move_line(self, pose: np.ndarray, stage: str) -> None:
+        """Straight-line TCP motion to a pose (orientation interpolated)."""
+        self._execute(self.planner.cartesian_path(self.executor.arm_q(), pose), stage)
+
+    def current_pose(self) -> np.ndarray:
+        if self.tcp_pose is None:
+            raise SkillError("the skill runner has no forward kinematics for the TCP")
+        return self.tcp_pose(self.executor.arm_q())
+
+    # Stages -----------------------------------------------------------------------------------
+
+    def approach(self, grasp: GraspCandidate, plan: object | None = None) -> None:
+        """Free-space motion to the pre-grasp pose, then open the hand."""
+        pre = _translated(grasp.pose_matrix(), -grasp.approach * self.config.pregrasp_offset)
+        if plan is not None:
+            self._execute(plan, "approach")
+        else:
+            self.move_to(pre, "approach")
+        self.executor.open_gripper()
+        self.executor.wait(self.config.settle_s)
+
+    def grasp(self, grasp: GraspCandidate, target: str) -> None:
+        """Straight in along the approach, close, wait for the fingers to settle."""
+        self.allow_contact(target, True)
+        self.move_line(grasp.pose_matrix(), "grasp")
+        self.executor.close_gripper()
+        self.executor.wait(self.config.settle_s)
+
+    def lift(self) -> None:
+        self.move_line(_translated(self.current_pose(), np.array([0, 0, self.config.lift_height])), "lift")
+
+    def release_and_retreat(self) -> None:
+        self.executor.open_gripper()
+        self.executor.wait(self.config.settle_s)
+        pose = self.current_pose()
+        back = _translated(pose, -pose[:3, 2] * self.config.retreat)
+        self.move_line(back, "retreat")
+
+    def place(self, held: HeldObject, surface_points: np.ndarray) -> None:
+        """Put the held object down centred over ``surface_points`` (the receiving region)."""
+        pose = self.current_pose()
+        obj = held.in_world(pose)
+        target_xy = np.median(surface_points[:, :2], axis=0)
+        top = float(np.percentile(surface_points[:, 2], 90))
+        delta = np.zeros(3)
+        delta[:2] = target_xy - np.median(obj[:, :2], axis=0)
+        delta[2] = top + self.config.place_clearance - obj[:, 2].min()
+        above = _translated(pose, delta + np.array([0, 0, 0.08]))
+        self.move_to(above, "carry")
+        self.move_line(_translated(pose, delta), "lower")
+        self.release_and_retreat()
+
+    def pour(self, held: HeldObject, use_part: str, rim_points: np.ndarray) -> None:
+        """Bring the held container's spout over the receiving rim, then tilt it about the spout."""
+        pose = self.current_pose()
+        spout = held.in_world(pose, use_part)
+        body = held.in_world(pose)
+        tip = spout[np.argmax(np.linalg.norm((spout - body.mean(0))[:, :2], axis=1))]
+        out_dir = tip[:2] - body[:, :2].mean(0)
+        out_dir = np.append(out_dir / (np.linalg.norm(out_dir) + 1e-9), 0.0)
+        bowl_c = np.median(rim_points, axis=0)
+        goal_tip = np.array([bowl_c[0], bowl_c[1], rim_points[:, 2].max() + self.config.pour_height])
+        over = _translated(pose, goal_tip - tip)
+        self.move_to(over, "carry")
+        # Tilt about the horizontal axis across the spout, through the spout tip, so the tip
+        # stays over the bowl while the container turns: spout goes down when rotating by
+        # +angle about z x out_dir.
+        axis = np.cross(np.array([0.0, 0.0, 1.0]), out_dir)
+        steps = 6
+        for k in range(1, steps + 1):
+            ang = np.deg2rad(self.config.pour_tilt_deg) * k / steps
+            self.move_line(_rotated_about(over, axis, ang, goal_tip), "pour")
+        self.executor.wait(self.config.settle_s)
+        for k in range(steps - 1, -1, -1):
+            ang = np.deg2rad(self.config.pour_tilt_deg) * k / steps
+            self.move_line(_rotated_about(over, axis, ang, goal_tip), "untilt")
+
+    def hang(self, held: HeldObject, ring_part: str, hook_points: np.ndarray, support_points: np.ndarray) -> None:
+        """Thread the held object's ring (a mug handle) onto a hook, lower it and let go.
+
+        ``hook_points`` are the hook's points; ``support_points`` the pole/base it sticks out of,
+        which tells which end of the hook is the free tip.
+        """
+        pose = self.current_pose()
+        ring = held.in_world(pose, ring_part)
+        body = held.in_world(pose)
+        # Hook axis by PCA, oriented from the pole towards the free tip.
+        c = hook_points.mean(0)
+        _, _, vt = np.linalg.svd(hook_points - c)
+        h = vt[0] / np.linalg.norm(vt[0])
+        if np.dot(h, c - support_points.mean(0)) < 0:
+            h = -h
+        tip = hook_points[np.argmax((hook_points - c) @ h)]
+        h_flat = np.array([h[0], h[1], 0.0])
+        h_flat /= np.linalg.norm(h_flat)
+        # The ring's hole axis is horizontal and perpendicular to the direction from the
+        # object's axis to the ring; turn about world z so that the hole axis lies along the hook.
+        body_axis_xy = np.median(body[:, :2], axis=0)
+        u = ring.mean(0)[:2] - body_axis_xy
+        u = np.append(u / (np.linalg.norm(u) + 1e-9), 0.0)
+        hole = np.cross(np.array([0.0, 0.0, 1.0]), u)
+        best = None
+        for sign in (1.0, -1.0):
+            ang = np.arctan2(np.cross(hole, sign * h_flat)[2], np.dot(hole, sign * h_flat))
+            if best is None or abs(ang) < abs(best):
+                best = ang
+        assert best is not None
+        centre = np.array([*body_axis_xy, pose[2, 3]])
+        turned = _rotated_about(pose, np.array([0.0, 0.0, 1.0]), float(best), centre)
+        ring_t = held.in_world(turned, ring_part)
+        body_t = held.in_world(turned)
+        # Hole centre: between the body's outer wall and the ring's far side, at ring height.
+        u_t = ring_t.mean(0)[:2] - np.median(body_t[:, :2], axis=0)
+        u_t /= np.linalg.norm(u_t) + 1e-9
+        radial = (ring_t[:, :2] - np.median(body_t[:, :2], axis=0)) @ u_t
+        body_r = float(np.percentile((body_t[:, :2] - np.median(body_t[:, :2], axis=0)) @ u_t, 95))
+        hole_c = np.array([*(np.median(body_t[:, :2], axis=0) + u_t * 0.5 * (body_r + radial.max())),
+                           float(np.median(ring_t[:, 2]))])
+        start = tip + h * self.config.hang_overshoot
+        on_hook = tip - h * 0.5 * np.linalg.norm(hook_points.max(0) - hook_points.min(0))
+        self.move_to(_translated(turned, start - hole_c + np.array([0, 0, 0.005])), "carry")
+        self.move_line(_translated(turned, on_hook - hole_c + np.array([0, 0, 0.005])), "thread")
+        self.move_line(_translated(turned, on_hook - hole_c - np.array([0, 0, self.config.hang_drop])), "lower")
+        self.release_and_retreat()
+
+    def pull(self, direction: np.ndarray) -> None:
+        """Pull the grasped handle along ``direction`` (e.g. a drawer's opening direction)."""
+        d = np.asarray(direction, dtype=float)
+        d = d / np.linalg.norm(d)
+        pose = self.current_pose()
+        self.move_line(_translated(pose, d * self.config.pull_distance), "pull")
+
+
+def stage_iter(stages: list[tuple[str, Callable[[], None]]]) -> Iterator[StageReport]:
+    """Run named stage callables in order; stop at the first that raises a :class:`SkillError`."""
+    import time
+
+    for name, fn in stages:
+        t0 = time.perf_counter()
+        try:
+            fn()
+        except SkillError as err:
+            yield StageReport(name, False, str(err), time.perf_counter() - t0)
+            return
+        yield StageReport(name, True, "", time.perf_counter() - t0)

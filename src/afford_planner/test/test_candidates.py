@@ -1,0 +1,300 @@
+"""Stage 1 (AffordSim) and the generic axis sampler on shapes whose geometry is known exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from afford_perception.types import ObjectCloud
+from afford_planner.candidates import (
+    AxisGraspConfig,
+    Stage1Config,
+    contact_point,
+    index_candidates,
+    mean_shift,
+    sample_affordance_grasps,
+    sample_axis_grasps,
+)
+
+TILT = np.deg2rad(30.0)
+
+
+def _plane(half: float = 0.05, step: float = 0.0025) -> np.ndarray:
+    g = np.arange(-half, half + 1e-9, step)
+    x, y = np.meshgrid(g, g)
+    return np.column_stack([x.ravel(), y.ravel(), np.zeros(x.size)])
+
+
+def _cylinder(radius: float = 0.04, height: float = 0.12, n_ang: int = 120, n_z: int = 49) -> np.ndarray:
+    a, z = np.meshgrid(np.linspace(0, 2 * np.pi, n_ang, endpoint=False), np.linspace(0, height, n_z))
+    return np.column_stack([radius * np.cos(a).ravel(), radius * np.sin(a).ravel(), z.ravel()])
+
+
+def _sphere(center: np.ndarray, radius: float, n: int = 4000) -> np.ndarray:
+    i = np.arange(n) + 0.5
+    phi = np.arccos(1 - 2 * i / n)
+    theta = np.pi * (1 + 5**0.5) * i
+    unit = np.column_stack([np.cos(theta) * np.sin(phi), np.sin(theta) * np.sin(phi), np.cos(phi)])
+    return center + radius * unit
+
+
+def _bar(center: np.ndarray, axis: np.ndarray, length: float, radius: float, n: int = 1200) -> np.ndarray:
+    """Surface points of a round bar (a handle) with the given long axis."""
+    axis = axis / np.linalg.norm(axis)
+    u = np.cross(axis, [0.0, 0.0, 1.0]) if abs(axis[2]) < 0.9 else np.cross(axis, [1.0, 0.0, 0.0])
+    u /= np.linalg.norm(u)
+    v = np.cross(axis, u)
+    t, a = np.meshgrid(
+        np.linspace(-length / 2, length / 2, n // 24), np.linspace(0, 2 * np.pi, 24, endpoint=False)
+    )
+    t, a = t.ravel(), a.ravel()
+    return center + np.outer(t, axis) + radius * (np.outer(np.cos(a), u) + np.outer(np.sin(a), v))
+
+
+def _estimated_normal(cands) -> np.ndarray:
+    """-n recovered from the approaches: their lateral parts cancel over a full turn."""
+    mean = np.mean([c.approach for c in cands], axis=0)
+    return -mean / np.linalg.norm(mean)
+
+
+def _angle_deg(a: np.ndarray, b: np.ndarray | list[float]) -> float:
+    b = np.asarray(b, dtype=float)
+    return float(np.degrees(np.arccos(np.clip(np.dot(a, b) / np.linalg.norm(a) / np.linalg.norm(b), -1, 1))))
+
+
+def test_plane_normal_points_away_from_centre_and_directions_are_tilted_and_even() -> None:
+    """On a flat top (a box lid) the fingers must come from above, 30 deg off the normal, spread
+    evenly in azimuth: an inward normal would send every approach through the object, and
+    bunched azimuths would leave the planner nothing to choose from when one side is blocked."""
+    cloud_pts = _plane()
+    cloud = ObjectCloud(cloud_pts, "box", object_center=np.array([0.0, 0.0, -0.05]))
+    region = cloud_pts[np.linalg.norm(cloud_pts[:, :2] - [0.01, 0.005], axis=1) < 0.02]
+    cands = sample_affordance_grasps(region, cloud, Stage1Config())
+
+    assert len(cands) == 8
+    assert [c.index for c in cands] == list(range(8))
+    n = _estimated_normal(cands)
+    assert _angle_deg(n, [0, 0, 1]) < 0.5
+    for c in cands:
+        assert np.dot(c.approach, -n) == pytest.approx(np.cos(TILT), abs=1e-9)
+        assert abs(np.dot(c.closing_axis, c.approach)) < 1e-9
+        assert np.linalg.det(c.rotation) == pytest.approx(1.0)
+    azimuths = np.sort(np.degrees(np.arctan2([c.approach[1] for c in cands], [c.approach[0] for c in cands])))
+    assert np.diff(azimuths) == pytest.approx(np.full(7, 45.0), abs=1e-6)
+    # The contact is the region's middle (mean shift's peak), on the surface.
+    assert np.linalg.norm(cands[0].position[:2] - [0.01, 0.005]) < 0.006
+    assert all(abs(c.position[2]) < 0.004 for c in cands)
+
+
+def test_plane_normal_flips_when_the_centre_is_above() -> None:
+    """The same patch seen as the underside of a shelf (centre above) must be approached from below."""
+    cloud_pts = _plane()
+    cloud = ObjectCloud(cloud_pts, "shelf", object_center=np.array([0.0, 0.0, 0.05]))
+    cands = sample_affordance_grasps(
+        cloud_pts[np.linalg.norm(cloud_pts[:, :2], axis=1) < 0.02], cloud, Stage1Config()
+    )
+    assert _angle_deg(_estimated_normal(cands), [0, 0, -1]) < 0.5
+
+
+@pytest.mark.parametrize("azimuth_deg", [0.0, 45.0, 160.0])
+def test_cylinder_side_normal_is_radial(azimuth_deg: float) -> None:
+    """A cup's side must be approached radially from outside; a tangential normal would slide
+    the fingers along the wall instead of closing on it."""
+    pts = _cylinder()
+    cloud = ObjectCloud(pts, "paper_cup", object_center=np.array([0.0, 0.0, 0.06]))
+    az = np.deg2rad(azimuth_deg)
+    radial = np.array([np.cos(az), np.sin(az), 0.0])
+    ang = np.degrees(np.arccos(np.clip(pts[:, :2] @ radial[:2] / 0.04, -1, 1)))
+    region = pts[(ang < 20) & (pts[:, 2] > 0.04) & (pts[:, 2] < 0.08)]
+    cands = sample_affordance_grasps(region, cloud, Stage1Config())
+    assert _angle_deg(_estimated_normal(cands), radial) < 3.0
+    for c in cands:
+        assert _angle_deg(c.approach, -_estimated_normal(cands)) == pytest.approx(30.0, abs=1e-6)
+
+
+def test_sphere_cap_normal_is_radial() -> None:
+    """A ball or a round knob: the normal is radial wherever the region sits."""
+    centre = np.array([0.45, 0.1, 0.2])
+    pts = _sphere(centre, 0.05)
+    u = np.array([1.0, 1.0, 1.0]) / np.sqrt(3)
+    region = pts[(pts - centre) @ u > 0.05 * np.cos(np.deg2rad(25))]
+    cands = sample_affordance_grasps(region, ObjectCloud(pts, "cube", object_center=centre), Stage1Config())
+    assert _angle_deg(_estimated_normal(cands), u) < 3.0
+
+
+def test_closing_axis_crosses_a_handle_bar_and_tcp_sits_in_it() -> None:
+    """On a handle the fingers must close across the bar (a 1 cm gap) with the TCP inside it:
+    closing along the bar needs more than the 8 cm stroke, and a TCP at the bar's skin pinches
+    it by the fingertips' edges. The bar sticks out from a body 6 cm away along +y."""
+    bar_axis = np.array([np.cos(0.3), np.sin(0.3), 0.0])
+    bar_centre = np.array([0.0, 0.08, 0.05])
+    bar = _bar(bar_centre, bar_axis, length=0.10, radius=0.005)
+    body = _cylinder(radius=0.04, height=0.10)
+    cloud = ObjectCloud(np.vstack([body, bar]), "mug", object_center=np.array([0.0, 0.0, 0.05]))
+    cands = sample_affordance_grasps(bar, cloud, Stage1Config(include_topdown=True, num_topdown_yaws=2))
+    assert len(cands) == 10
+    side, top = cands[:8], cands[8:]
+    for c in [*side, top[0]]:
+        assert abs(np.dot(c.closing_axis, bar_axis)) < 0.1
+        assert c.width == pytest.approx(0.01 + 0.02, abs=0.003)
+        # Distance from the TCP to the bar's axis: inside the 5 mm radius.
+        rel = c.position - bar_centre
+        assert np.linalg.norm(rel - np.dot(rel, bar_axis) * bar_axis) < 0.004
+    for c in top:
+        assert c.approach == pytest.approx([0, 0, -1])
+        assert abs(c.closing_axis[2]) < 1e-12
+    # The second top-down yaw is turned a quarter turn: along the bar, opened over the local
+    # patch (6 cm across, minus the sampling gap, plus the 2 cm margin).
+    assert abs(np.dot(top[1].closing_axis, bar_axis)) > 0.99
+    assert 0.07 < top[1].width <= 0.08
+
+
+def test_contact_is_snapped_onto_a_curved_handle() -> None:
+    """A C-shaped handle's centroid lies in the air inside the loop; the contact point must be
+    on the handle itself, or the grasp closes on nothing."""
+    a = np.linspace(-np.pi / 2, np.pi / 2, 200)
+    arc = np.column_stack([0.05 + 0.03 * np.cos(a), np.zeros_like(a), 0.05 + 0.03 * np.sin(a)])
+    # The bandwidth spans the whole arc, so the cluster is the whole handle.
+    p = contact_point(arc, Stage1Config(bandwidth=0.05))
+    assert np.min(np.linalg.norm(arc - arc.mean(axis=0), axis=1)) > 0.01
+    assert np.any(np.all(arc == p, axis=1))
+
+
+@pytest.mark.parametrize("kernel", ["flat", "gaussian"])
+def test_dominant_cluster_wins(kernel: str) -> None:
+    """When the affordance mask also fires on a second, smaller patch (a reflection, the other
+    handle), the grasp goes to the larger one."""
+    rng = np.random.default_rng(1)
+    big = rng.normal([0.3, 0.0, 0.1], 0.005, size=(200, 3))
+    small = rng.normal([0.3, 0.12, 0.1], 0.005, size=(80, 3))
+    ms = mean_shift(np.vstack([big, small]), 0.02, kernel)  # type: ignore[arg-type]
+    assert len(ms.modes) == 2
+    assert ms.counts.tolist() == [200, 80]
+    p = contact_point(np.vstack([small, big]), Stage1Config(kernel=kernel))  # type: ignore[arg-type]
+    assert np.linalg.norm(p - [0.3, 0.0, 0.1]) < 0.015
+
+
+def _two_faced_plate(thickness: float) -> tuple[np.ndarray, ObjectCloud]:
+    top = _plane(0.04, 0.0025)
+    bottom = _plane(0.04, 0.005) - [0.0, 0.0, thickness]  # sparser: the top face dominates
+    region = np.vstack([top, bottom])
+    return region, ObjectCloud(region, "plate", object_center=np.array([0.0, 0.0, -thickness / 2]))
+
+
+def test_tcp_sits_on_the_mid_plane_of_a_thin_part() -> None:
+    """The TCP goes half the part's thickness (along the approach) past the contact, so the pads
+    close on a 1 cm plate's mid-plane instead of pinching its top skin."""
+    region, cloud = _two_faced_plate(0.01)
+    for c in sample_affordance_grasps(region, cloud, Stage1Config()):
+        assert c.position[2] == pytest.approx(-0.005, abs=5e-4)
+
+
+def test_tcp_depth_is_capped_on_a_thick_part() -> None:
+    """On a 5 cm slab the TCP stops at the cap (the pad length), not at the slab's mid-plane
+    2.5 cm in: deeper, the finger bases would hit the top face."""
+    region, cloud = _two_faced_plate(0.05)
+    depths = {}
+    for cap in (0.01, 0.02):
+        cands = sample_affordance_grasps(region, cloud, Stage1Config(local_radius=0.08, max_depth=cap))
+        depths[cap] = [-c.position[2] for c in cands]
+        # Measured from the first contact of a 6 mm-radius pad with the tilted face.
+        assert all(cap * np.cos(TILT) - 0.004 <= d <= cap * np.cos(TILT) + 1e-9 for d in depths[cap])
+    assert min(depths[0.02]) > max(depths[0.01])
+
+
+def test_stage1_rejects_degenerate_inputs() -> None:
+    """Bad perception must stop the pipeline with a message, not produce a NaN pose the
+    controller would try to reach."""
+    pts = _plane()
+    cloud = ObjectCloud(pts, "box", object_center=np.array([0.0, 0.0, -0.05]))
+    cfg = Stage1Config()
+    with pytest.raises(ValueError, match="empty"):
+        sample_affordance_grasps(np.zeros((0, 3)), cloud, cfg)
+    bad = pts[:50].copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        sample_affordance_grasps(bad, cloud, cfg)
+    with pytest.raises(ValueError, match=r"\(M, 3\)"):
+        sample_affordance_grasps(pts[:, :2], cloud, cfg)
+    small = ObjectCloud(pts[:20], "box")
+    with pytest.raises(ValueError, match="m = 30"):
+        sample_affordance_grasps(pts[:20], small, cfg)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"num_directions": 0},
+        {"num_neighbors": 2},
+        {"tilt_deg": 90.0},
+        {"tilt_deg": 0.0},
+        {"bandwidth": 0.0},
+        {"kernel": "epanechnikov"},
+        {"max_width": 0.1},
+        {"depth_fraction": 1.5},
+        {"line_radius": 0.05},
+    ],
+)
+def test_stage1_config_validation(kwargs: dict) -> None:
+    """A mistyped config must fail at load time, before a run spends robot time on it."""
+    with pytest.raises(ValueError):
+        Stage1Config(**kwargs)
+
+
+def _box_points(size: tuple[float, float, float], yaw: float, centre_xy: tuple[float, float]) -> np.ndarray:
+    sx, sy, sz = size
+    g = [np.linspace(-s / 2, s / 2, max(3, int(round(s / 0.005)) + 1)) for s in (sx, sy)]
+    gz = np.linspace(0.0, sz, max(3, int(round(sz / 0.005)) + 1))
+    x, y, z = (a.ravel() for a in np.meshgrid(g[0], g[1], gz))
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.column_stack([centre_xy[0] + c * x - s * y, centre_xy[1] + s * x + c * y, z])
+
+
+def test_axis_grasps_on_an_elongated_object_use_the_central_third() -> None:
+    """A banana is picked across its middle third, top-down: near the ends it tips out of the
+    fingers, and closing along it does not fit the hand."""
+    yaw = np.deg2rad(30)
+    pts = _box_points((0.18, 0.03, 0.03), yaw, (0.5, 0.1))
+    cands = sample_axis_grasps(ObjectCloud(pts, "banana"), AxisGraspConfig())
+    axis = np.array([np.cos(yaw), np.sin(yaw), 0.0])
+    along = np.array([(c.position - [0.5, 0.1, 0.0]) @ axis for c in cands])
+    assert along.min() == pytest.approx(-0.03, abs=1e-6) and along.max() == pytest.approx(0.03, abs=1e-6)
+    for c in cands:
+        assert c.source == "generic"
+        assert c.approach == pytest.approx([0, 0, -1])
+        assert abs(np.dot(c.closing_axis, axis)) < 1e-9
+        assert c.position[2] == pytest.approx(0.015)
+        assert c.width == pytest.approx(0.03 + 0.02)
+    assert [c.index for c in cands] == list(range(5))
+
+
+def test_axis_grasps_on_a_box_stay_near_the_centre() -> None:
+    """A box is picked at its middle, closing across its shorter side (6 cm fits, 10 cm does not)."""
+    pts = _box_points((0.10, 0.06, 0.05), 0.0, (0.4, -0.2))
+    cands = sample_axis_grasps(ObjectCloud(pts, "box"), AxisGraspConfig())
+    for c in cands:
+        assert np.linalg.norm(c.position[:2] - [0.4, -0.2]) <= 0.01 + 1e-9
+        assert abs(c.closing_axis[1]) == pytest.approx(1.0)
+        assert c.position[2] == pytest.approx(0.05 - 0.02)
+        assert c.width == pytest.approx(0.08)
+
+
+def test_axis_shape_auto_uses_the_aspect_ratio_for_unknown_categories() -> None:
+    """An object the ontology does not know is still treated as elongated when it is."""
+    pts = _box_points((0.16, 0.03, 0.02), 0.0, (0.5, 0.0))
+    cands = sample_axis_grasps(ObjectCloud(pts, "carrot"), AxisGraspConfig(num_positions=3))
+    assert [round(c.position[0], 6) for c in cands] == [
+        pytest.approx(0.5 - 0.16 / 6),
+        0.5,
+        pytest.approx(0.5 + 0.16 / 6),
+    ]
+    boxy = sample_axis_grasps(ObjectCloud(pts, "carrot"), AxisGraspConfig(num_positions=3, shape="boxy"))
+    assert max(abs(c.position[0] - 0.5) for c in boxy) == pytest.approx(0.01)
+
+
+def test_index_candidates_numbers_a_merged_set() -> None:
+    """Tie-breaking and the content hash follow the index, so merged sets must be renumbered."""
+    pts = _box_points((0.10, 0.06, 0.05), 0.0, (0.4, -0.2))
+    a = sample_axis_grasps(ObjectCloud(pts, "box"), AxisGraspConfig(num_positions=2))
+    b = sample_axis_grasps(ObjectCloud(pts, "box"), AxisGraspConfig(num_positions=3))
+    merged = index_candidates(a, b)
+    assert [c.index for c in merged] == [0, 1, 2, 3, 4]
