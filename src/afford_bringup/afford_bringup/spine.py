@@ -176,6 +176,21 @@ def _perceived_center(points: np.ndarray) -> np.ndarray:
     return 0.5 * (points.min(axis=0) + points.max(axis=0))
 
 
+def _front_normal(handle: np.ndarray, face: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    """Horizontal outward normal of the front a handle stands on: the plane of the face's
+    points (a drawer front) turned towards the handle; from the object's centre through the
+    handle when the face was not seen."""
+    if len(face) >= 30:
+        centred = face - face.mean(0)
+        n = np.linalg.svd(centred, full_matrices=False)[2][-1]
+        if np.dot(n, handle.mean(0) - face.mean(0)) < 0:
+            n = -n
+    else:
+        n = handle.mean(0) - _perceived_center(whole)
+    n = np.array([n[0], n[1], 0.0])
+    return n / (np.linalg.norm(n) + 1e-9)
+
+
 def _voxel_down(points: np.ndarray, voxel: float) -> np.ndarray:
     """One point per occupied voxel (the first seen): thins a dense depth cloud evenly."""
     if len(points) == 0:
@@ -205,14 +220,17 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         ValueError: no skill covers the intent, or the scene cannot be built.
     """
     from afford_perception.grounding import make_source
+    from afford_perception.ontology import category
     from afford_perception.parser import parse
     from afford_perception.types import NextAction, ObjectCloud
     from afford_planner.candidates import (
         AxisGraspConfig,
+        EnclosingGraspConfig,
         Stage1Config,
         index_candidates,
         sample_affordance_grasps,
         sample_axis_grasps,
+        sample_enclosing_grasps,
     )
     from afford_planner.collision import HAND_LINKS, CollisionWorld
     from afford_planner.motion import MotionPlanner
@@ -276,9 +294,19 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         result.timings_ms = {**timer.ms, "total": 1000 * (time.perf_counter() - t_start)}
         return result
 
+    pull_axis = None
+    if intent.next_action in (NextAction.OPEN, NextAction.PULL, NextAction.CLOSE):
+        pull_axis = _front_normal(region, parts.get(intent.use_region or "", np.empty((0, 3))), cloud.points)
+
     # Stage 1: candidates on the region, plus axis grasps for objects without functional parts.
     with timer("sample"):
-        groups = [sample_affordance_grasps(region, cloud, Stage1Config(include_topdown=True, num_topdown_yaws=1))]
+        # One mean-shift mode per part: a 14 cm drawer pull must not split into its standoffs.
+        extent = float(np.max(np.ptp(region, axis=0)))
+        stage1 = Stage1Config(include_topdown=True, num_topdown_yaws=1, include_normal=True,
+                              bandwidth=float(np.clip(0.3 * extent, 0.02, 0.06)))
+        groups = [sample_affordance_grasps(region, cloud, stage1, normal=pull_axis)]
+        if "grasp_body" in category(intent.target).affordances.get(intent.grasp_region, ()):
+            groups.append(sample_enclosing_grasps(region, EnclosingGraspConfig()))
         if len(cloud.part_names) == 1:
             groups.append(sample_axis_grasps(cloud, AxisGraspConfig()))
         cands = index_candidates(*groups)
@@ -286,12 +314,11 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
 
     # Feasibility, function and task terms, then the gate and the ranking (up to L3).
     with timer("select"):
-        fill_terms(cands, region, obstacles, TermsConfig())
-        pull_axis = None
-        if intent.next_action in (NextAction.OPEN, NextAction.PULL):
-            d = region.mean(0) - _perceived_center(cloud.points)
-            d[2] = 0.0
-            pull_axis = d / (np.linalg.norm(d) + 1e-9)
+        terms_cfg = TermsConfig()
+        if pull_axis is not None:
+            # The executor meets a handle on a front frontally.
+            terms_cfg = TermsConfig(preferred_approach=tuple(-pull_axis))
+        fill_terms(cands, region, obstacles, terms_cfg)
         constraints = compile_constraints(intent, parts, TaskContext(object_center=cloud.center,
                                                                      pull_axis=pull_axis))
         fill_task_terms(cands, constraints)
@@ -405,6 +432,7 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             if not report.executed:
                 result.stages[report.name] = False
                 result.details[report.name] = report.reason
+                _say(progress, f"[execute] {report.name}: could not run ({report.reason})")
                 ok_so_far = False
                 break
             check = task.check(report.name, world)

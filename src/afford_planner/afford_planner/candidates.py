@@ -84,6 +84,9 @@ class Stage1Config:
             tabletop objects and an executor that prefers top-down.
         num_topdown_yaws: K_yaw, top-down yaws: the geometry-aligned one, then evenly spaced
             over the half turn (2: across and along the local geometry).
+        include_normal: Also propose the approach straight along -n (tilt 0), the one a
+            person uses on a handle that stands out of a vertical face; the K tilted ones
+            all come in at theta0 and can clip the face behind a drawer pull.
     """
 
     num_directions: int = 8
@@ -101,6 +104,7 @@ class Stage1Config:
     isotropy_ratio: float = 0.9
     include_topdown: bool = False
     num_topdown_yaws: int = 2
+    include_normal: bool = False
 
     def __post_init__(self) -> None:
         if self.num_directions < 1:
@@ -408,7 +412,7 @@ def contact_point(region: np.ndarray, config: Stage1Config) -> np.ndarray:
 
 
 def sample_affordance_grasps(
-    region_points: np.ndarray, cloud: ObjectCloud, config: Stage1Config
+    region_points: np.ndarray, cloud: ObjectCloud, config: Stage1Config, normal: np.ndarray | None = None
 ) -> list[GraspCandidate]:
     """AffordSim Stage 1: K grasps (plus top-down ones if configured) on the region's peak.
 
@@ -417,6 +421,9 @@ def sample_affordance_grasps(
         cloud: The whole object's cloud; its points give the surface normal, its ``center``
             the outward side.
         config: Stage 1 parameters.
+        normal: A surface normal at the contact known from a larger structure (a drawer
+            front's plane for its pull, whose own few points give no stable PCA); None: the
+            PCA normal of the m nearest cloud points, as in the paper.
 
     Returns:
         K side grasps at p: approach d_k; TCP = p + (t_min + depth_k) d_k, where t_min <= 0 and
@@ -437,11 +444,17 @@ def sample_affordance_grasps(
         )
     region_tree = cKDTree(region)
     p = contact_point(region, config)
-    n = surface_normal(cKDTree(cloud.points), p, config.num_neighbors, np.asarray(cloud.center, dtype=float))
+    if normal is None:
+        n = surface_normal(cKDTree(cloud.points), p, config.num_neighbors, np.asarray(cloud.center, dtype=float))
+    else:
+        n = _unit(np.asarray(normal, dtype=float))
     local = _local_points(region, region_tree, p, config.local_radius, config.num_neighbors)
 
     out: list[GraspCandidate] = []
-    for d in approach_directions(n, config.num_directions, np.deg2rad(config.tilt_deg)):
+    directions = approach_directions(n, config.num_directions, np.deg2rad(config.tilt_deg))
+    if config.include_normal:
+        directions = np.vstack([directions, -n])
+    for d in directions:
         y = closing_axis(local, d, config.isotropy_ratio)
         # Along the approach line through p the fingers first meet the part at t_min (0 when p
         # faces the gripper; below 0 when the snapped p sits on the far side of a thin bar).
@@ -573,4 +586,79 @@ def index_candidates(*groups: Sequence[GraspCandidate]) -> list[GraspCandidate]:
     out = [c for group in groups for c in group]
     for i, cand in enumerate(out):
         cand.index = i
+    return out
+
+
+@dataclass(frozen=True)
+class EnclosingGraspConfig:
+    """Top-down grasps that close around a whole round body (a mug's or a bottle's).
+
+    Stage 1 grasps a surface patch; a body of revolution narrower than the hand is better
+    held around its axis, with both fingers on opposite sides of the wall. The axis comes from
+    a circle fitted to the region's horizontal coordinates, so a single camera's half-view of
+    the body is enough.
+
+    Attributes:
+        num_yaws: Closing-axis yaws spread over 180 deg (the task terms pick among them).
+        max_fit_residual: Largest RMS distance (m) of the points from the fitted circle for the
+            region to count as round.
+        min_arc_deg: Smallest arc (deg) of the circle the points must cover, so that a flat
+            patch is not mistaken for a huge circle.
+        depth: How far below the region's top the TCP goes (m).
+        width_margin: Added to the diameter for the pre-grasp opening (m).
+        max_width: The hand's largest opening (m); wider bodies yield no grasps.
+    """
+
+    num_yaws: int = 4
+    max_fit_residual: float = 0.004
+    min_arc_deg: float = 90.0
+    depth: float = 0.025
+    width_margin: float = 0.012
+    max_width: float = 0.08
+
+    def __post_init__(self) -> None:
+        if self.num_yaws < 1:
+            raise ValueError(f"num_yaws must be >= 1, got {self.num_yaws}")
+        if self.max_fit_residual <= 0 or self.depth <= 0 or self.width_margin < 0 or self.max_width <= 0:
+            raise ValueError("max_fit_residual, depth and max_width must be > 0, width_margin >= 0")
+        if not 0 < self.min_arc_deg <= 360:
+            raise ValueError(f"min_arc_deg must be in (0, 360], got {self.min_arc_deg}")
+
+
+def fit_circle(xy: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Least-squares circle through 2-D points (algebraic fit): centre, radius, RMS residual."""
+    a = np.column_stack([2 * xy, np.ones(len(xy))])
+    b = (xy**2).sum(axis=1)
+    sol, *_ = np.linalg.lstsq(a, b, rcond=None)
+    centre = sol[:2]
+    radius = float(np.sqrt(max(sol[2] + centre @ centre, 0.0)))
+    resid = float(np.sqrt(np.mean((np.linalg.norm(xy - centre, axis=1) - radius) ** 2)))
+    return centre, radius, resid
+
+
+def sample_enclosing_grasps(region_points: np.ndarray, config: EnclosingGraspConfig) -> list[GraspCandidate]:
+    """Top-down grasps centred on a round region's vertical axis, closing across its diameter.
+
+    Returns no grasp when the region is not round (fit residual or arc coverage fails) or is
+    wider than the hand. The TCP sits ``depth`` below the region's top; yaws are spread over
+    180 deg; ``source="affordance"``.
+    """
+    region = _validated_points(region_points, "region_points")
+    if len(region) < 10:
+        return []
+    centre, radius, resid = fit_circle(region[:, :2])
+    if resid > config.max_fit_residual or 2 * radius + config.width_margin > config.max_width:
+        return []
+    ang = np.sort(np.arctan2(region[:, 1] - centre[1], region[:, 0] - centre[0]))
+    gaps = np.diff(np.concatenate([ang, [ang[0] + 2 * np.pi]]))
+    if np.degrees(2 * np.pi - gaps.max()) < config.min_arc_deg:
+        return []
+    tcp = np.array([centre[0], centre[1], region[:, 2].max() - config.depth])
+    out = []
+    for j in range(config.num_yaws):
+        t = np.pi * j / config.num_yaws
+        y = np.array([np.cos(t), np.sin(t), 0.0])
+        out.append(GraspCandidate(position=tcp, rotation=_orient_like_home(y, _DOWN),
+                                  width=min(config.max_width, 2 * radius + config.width_margin),
+                                  source="affordance"))
     return out

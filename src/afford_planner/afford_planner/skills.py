@@ -62,6 +62,9 @@ class SkillConfig:
         pour_height: Height (m) of the pour spout above the receiving rim before tilting.
         hang_overshoot: How far (m) beyond the hook tip the handle ring starts before sliding on.
         hang_drop: How far (m) the ring is lowered onto the hook before release.
+        hang_depth: How far (m) from the hook's tip towards the pole the ring is slid; shallow,
+            because the hand around the body must stay clear of the pole and the upward tilt
+            of the hook carries the ring further once released.
     """
 
     pregrasp_offset: float = 0.10
@@ -75,6 +78,7 @@ class SkillConfig:
     pour_height: float = 0.07
     hang_overshoot: float = 0.05
     hang_drop: float = 0.02
+    hang_depth: float = 0.035
 
     def __post_init__(self) -> None:
         for name in ("pregrasp_offset", "lift_height", "vel_scale", "settle_s", "retreat", "pull_distance"):
@@ -291,7 +295,7 @@ class SkillRunner:
         hole_c = np.array([*(np.median(body_t[:, :2], axis=0) + u_t * 0.5 * (body_r + radial.max())),
                            float(np.median(ring_t[:, 2]))])
         start = tip + h * self.config.hang_overshoot
-        on_hook = tip - h * 0.5 * np.linalg.norm(hook_points.max(0) - hook_points.min(0))
+        on_hook = tip - h * self.config.hang_depth
         self.move_to(_translated(turned, start - hole_c + np.array([0, 0, 0.005])), "carry")
         self.move_line(_translated(turned, on_hook - hole_c + np.array([0, 0, 0.005])), "thread")
         self.move_line(_translated(turned, on_hook - hole_c - np.array([0, 0, self.config.hang_drop])), "lower")

@@ -112,8 +112,8 @@ class Task:
 # The perception camera stands across the table facing the robot; the video camera watches
 # the workspace from the robot's right, closer in, for people to look at.
 PERCEPTION_CAMERA = CameraSpec(name="front")
-VIDEO_CAMERA = CameraSpec(name="video", width=640, height=480, fovy=50.0, position=(0.95, -0.75, 0.65),
-                          target=(0.45, 0.0, 0.12))
+VIDEO_CAMERA = CameraSpec(name="video", width=640, height=480, fovy=50.0, position=(0.35, -0.85, 0.6),
+                          target=(0.5, 0.0, 0.15))
 # Furniture fronts face the robot, so their handles are seen from the robot's side.
 SHOULDER_CAMERA = CameraSpec(name="front", position=(0.05, -0.45, 0.75), target=(0.6, 0.0, 0.15))
 

@@ -198,6 +198,10 @@ class _Revolution:
     # half of a body covers about 12 of 24; a handle or a spout one or two.
     SECTORS = 24
     BODY_SECTORS = 5
+    # Percentile of the distance from the axis that marks a sector's outer edge: above the
+    # median so an open vessel's inner wall does not pull it in, below the top so depth noise
+    # does not push it out.
+    OUTER_PERCENTILE = 75
 
     def __init__(self, c: _Cloud) -> None:
         self.c = c
@@ -245,27 +249,33 @@ class _Revolution:
     def _profile(self, nb: int) -> tuple[np.ndarray, np.ndarray]:
         """Body radius at every point's height, and which height bands are body.
 
-        A band is body when its wall points spread over ``BODY_SECTORS`` azimuth sectors; its
-        radius is the median over sectors of their median distance from the axis (one vote per
-        sector, so a handle cannot carry a band), placed at the median height of those points.
-        Between adjacent body bands the radius is interpolated (tapered and flared walls).
-        Above a band that is not body (a pan handle rising above the pan, a kettle's arched
-        handle above its lid) the radius of the body band below holds, so whatever rises above a
-        body is measured against that body.
+        Each height band is cut into azimuth sectors; a sector's radius is the outer edge of
+        what it holds (a high percentile of the distance from the axis: the wall of a vessel,
+        the edge of a lid or a floor). A band is body when ``BODY_SECTORS`` sectors hold points,
+        and its radius is the median over its sectors (one vote per sector, so a handle, one or
+        two sectors, cannot carry a band), placed at the median height of the band's points.
+        Between adjacent body bands the radius is interpolated (tapered and flared walls). Above
+        a band that is not body (a pan handle rising above the pan, a kettle's arched handle
+        above its lid) the radius of the body band below holds, so whatever rises above a body
+        is measured against that body.
         """
         sector = ((self.azimuth + np.pi) / (2 * np.pi) * self.SECTORS).astype(int) % self.SECTORS
+        cell = self.band * self.SECTORS + sector
+        order = np.argsort(cell, kind="stable")
+        cells, starts = np.unique(cell[order], return_index=True)
+        ends = np.append(starts[1:], len(order))
+        outer = np.array([np.percentile(self.rho[order[i:j]], self.OUTER_PERCENTILE) for i, j in zip(starts, ends)])
+        cell_band = cells // self.SECTORS
         knot_b, knot_h, knot_r = [], [], []
-        for b in range(nb):
-            sel = self.wall & (self.band == b)
-            occupied = np.unique(sector[sel])
-            if occupied.size >= self.BODY_SECTORS:
-                knot_b.append(b)
-                knot_h.append(float(np.median(self.h[sel])))
-                knot_r.append(float(np.median([np.median(self.rho[sel & (sector == k)]) for k in occupied])))
+        for b in np.unique(cell_band):
+            votes = outer[cell_band == b]
+            if votes.size >= self.BODY_SECTORS:
+                knot_b.append(int(b))
+                knot_h.append(float(np.median(self.h[self.band == b])))
+                knot_r.append(float(np.median(votes)))
         body = np.zeros(nb, dtype=bool)
         if not knot_b:  # nothing looks like a body of revolution: one radius for all
-            sel = self.wall if self.wall.any() else np.ones(self.c.n, dtype=bool)
-            return np.full(self.c.n, float(np.median(self.rho[sel]))), body | True
+            return np.full(self.c.n, float(np.percentile(self.rho, self.OUTER_PERCENTILE))), body | True
         body[knot_b] = True
         kb, kh = np.array(knot_b), np.array(knot_h)
         # A running median over the knots removes one band pulled out by a handle seen face-on.
