@@ -302,7 +302,7 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
     with timer("sample"):
         # One mean-shift mode per part: a 14 cm drawer pull must not split into its standoffs.
         extent = float(np.max(np.ptp(region, axis=0)))
-        stage1 = Stage1Config(include_topdown=True, num_topdown_yaws=1, include_normal=True,
+        stage1 = Stage1Config(include_topdown=True, num_topdown_yaws=1, include_normal=True, center_on_part=True,
                               bandwidth=float(np.clip(0.3 * extent, 0.02, 0.06)))
         groups = [sample_affordance_grasps(region, cloud, stage1, normal=pull_axis)]
         if "grasp_body" in category(intent.target).affordances.get(intent.grasp_region, ()):
@@ -319,8 +319,8 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             # The executor meets a handle on a front frontally.
             terms_cfg = TermsConfig(preferred_approach=tuple(-pull_axis))
         fill_terms(cands, region, obstacles, terms_cfg)
-        constraints = compile_constraints(intent, parts, TaskContext(object_center=cloud.center,
-                                                                     pull_axis=pull_axis))
+        constraints = compile_constraints(intent, parts,
+                                          TaskContext(object_center=cloud.center, pull_axis=pull_axis))
         fill_task_terms(cands, constraints)
         l3 = select(cands, SelectionConfig(combination=cfg.combination, gate=cfg.gate, level="L3"))
     result.eligible = int(sum(c.terms.get("eligible", 0) for c in cands))
@@ -393,6 +393,9 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
 
     def do_grasp() -> None:
         runner.grasp(grasp, intent.target)
+        if not category(intent.target).fixed:
+            # The object now moves with the hand: its old cloud is no longer an obstacle.
+            cworld.remove("target")
         held["obj"] = HeldObject.from_world(grasp.pose_matrix(), cloud.points,
                                             {k: v for k, v in parts.items() if len(v)})
 
@@ -423,6 +426,7 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             assert dest_region is not None
             use = intent.use_region or intent.grasp_region
             stages.append(("pour", lambda: runner.pour(held["obj"], use, dest_region)))
+            stages.append(("untilt", runner.untilt))
 
     task.begin(world)
     ok_so_far = True

@@ -87,6 +87,11 @@ class Stage1Config:
         include_normal: Also propose the approach straight along -n (tilt 0), the one a
             person uses on a handle that stands out of a vertical face; the K tilted ones
             all come in at theta0 and can clip the face behind a drawer pull.
+        center_on_part: Shift the TCP along the closing axis to the middle of the region
+            points the pads close on. The Franka's fingers close symmetrically about the TCP
+            and the arm does not yield, so on a bar seen from one side (its top face) an
+            uncentred TCP leaves one finger in the air. Off for wide patches (a plate's face),
+            where the middle of the patch is not between the fingers.
     """
 
     num_directions: int = 8
@@ -105,6 +110,7 @@ class Stage1Config:
     include_topdown: bool = False
     num_topdown_yaws: int = 2
     include_normal: bool = False
+    center_on_part: bool = False
 
     def __post_init__(self) -> None:
         if self.num_directions < 1:
@@ -384,6 +390,12 @@ def _extent(points: np.ndarray, axis: np.ndarray) -> float:
     return float(t.max() - t.min()) if len(t) else 0.0
 
 
+def _mid(points: np.ndarray, axis: np.ndarray) -> float:
+    """Middle of the points' extent along ``axis`` (0 for no points)."""
+    t = points @ axis
+    return float(0.5 * (t.max() + t.min())) if len(t) else 0.0
+
+
 def _width(extent: float, margin: float, max_width: float) -> float:
     return float(min(max_width, extent + margin))
 
@@ -464,9 +476,14 @@ def sample_affordance_grasps(
         t_min = float(min(t.min(), 0.0)) if len(t) else 0.0
         t_max = float(max(t.max(), 0.0)) if len(t) else 0.0
         depth = min(config.max_depth, config.depth_fraction * (t_max - t_min))
+        # Centre the fingers on the part across the closing axis: the Franka's fingers close
+        # symmetrically about the TCP and the arm does not yield, so an off-centre TCP leaves
+        # one finger in the air.
+        tcp = p + (t_min + depth) * d
+        between = local[np.abs((local - tcp) @ d) <= config.max_depth]  # what the pads close on
         out.append(
             GraspCandidate(
-                position=p + (t_min + depth) * d,
+                position=tcp + (_mid(between - tcp, y) * y if config.center_on_part else 0.0),
                 rotation=_orient_like_home(y, d),
                 width=_width(_extent(local, y), config.width_margin, config.max_width),
                 source="affordance",
@@ -502,7 +519,7 @@ def _topdown_grasps(region: np.ndarray, p: np.ndarray, config: Stage1Config) -> 
         y = np.array([c * y0[0] - s * y0[1], s * y0[0] + c * y0[1], 0.0])
         out.append(
             GraspCandidate(
-                position=tcp,
+                position=tcp + (_mid(column - tcp, y) * y if config.center_on_part else 0.0),
                 rotation=_orient_like_home(y, _DOWN),
                 width=_width(_extent(column, y), config.width_margin, config.max_width),
                 source="affordance",
@@ -613,7 +630,7 @@ class EnclosingGraspConfig:
     max_fit_residual: float = 0.004
     min_arc_deg: float = 90.0
     depth: float = 0.025
-    width_margin: float = 0.012
+    width_margin: float = 0.008
     max_width: float = 0.08
 
     def __post_init__(self) -> None:
@@ -654,6 +671,13 @@ def sample_enclosing_grasps(region_points: np.ndarray, config: EnclosingGraspCon
     if np.degrees(2 * np.pi - gaps.max()) < config.min_arc_deg:
         return []
     tcp = np.array([centre[0], centre[1], region[:, 2].max() - config.depth])
+    # A tapered body (a paper cup) is widest near its top, where the pads close: size the
+    # opening from the points at the pads' height, not from the whole-body fit.
+    band = region[np.abs(region[:, 2] - tcp[2]) <= 0.01]
+    if len(band):
+        radius = max(radius, float(np.max(np.linalg.norm(band[:, :2] - centre, axis=1))))
+    if 2 * radius + config.width_margin > config.max_width:
+        return []
     out = []
     for j in range(config.num_yaws):
         t = np.pi * j / config.num_yaws

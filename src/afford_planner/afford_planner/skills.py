@@ -73,9 +73,9 @@ class SkillConfig:
     settle_s: float = 0.6
     place_clearance: float = 0.015
     retreat: float = 0.10
-    pull_distance: float = 0.15
-    pour_tilt_deg: float = 95.0
-    pour_height: float = 0.07
+    pull_distance: float = 0.13
+    pour_tilt_deg: float = 80.0
+    pour_height: float = 0.10
     hang_overshoot: float = 0.05
     hang_drop: float = 0.02
     hang_depth: float = 0.035
@@ -228,30 +228,86 @@ class SkillRunner:
         self.move_line(_translated(pose, delta), "lower")
         self.release_and_retreat()
 
+    def plan_through(self, q: np.ndarray, poses: list[np.ndarray], stage: str) -> np.ndarray:
+        """Joint waypoints through TCP poses close to each other (a wrist tilt), from ``q``.
+
+        Each pose is solved by IK seeded with the previous solution, so the arm stays on one
+        branch; consecutive solutions are joined by straight joint segments checked for
+        collisions. Used where a Cartesian line would swing the wrist through a singularity.
+        """
+        from afford_planner.ik import local_ik
+
+        model = self.planner.model  # type: ignore[attr-defined]
+        path = [q]
+        for pose in poses:
+            res = local_ik(model, pose, q)
+            if not res.success or res.q is None:
+                raise SkillError(f"{stage}: no IK solution near the current arm ({res.reason})")
+            if not self.planner.motion_valid(q, res.q):  # type: ignore[attr-defined]
+                what = self.planner.world.describe_collision(res.q)  # type: ignore[attr-defined]
+                raise SkillError(f"{stage}: the motion would collide ({what})")
+            q = res.q
+            path.append(q)
+        return np.asarray(path)
+
+    def _follow_path(self, path: np.ndarray) -> None:
+        if len(path) < 2:
+            return
+        times, qs = self.planner.time_parameterize(path, self.config.vel_scale)
+        self.executor.follow(np.asarray(times), np.asarray(qs))
+
     def pour(self, held: HeldObject, use_part: str, rim_points: np.ndarray) -> None:
-        """Bring the held container's spout over the receiving rim, then tilt it about the spout."""
+        """Bring the held container's lip over the receiving rim, then tilt it about the lip.
+
+        The tilt axis is horizontal and perpendicular to the gripper's closing axis, so the
+        weight's torque is taken by the two finger pads pushing, not by friction twisting them.
+        The lip is the pouring part's point farthest out along the tilt direction: a spout has
+        one side; a round rim pours from the side that faces the bowl, or the other side, or
+        with less tilt, whichever the arm can reach without collision (tried in that order,
+        planned completely before anything moves).
+        """
         pose = self.current_pose()
-        spout = held.in_world(pose, use_part)
         body = held.in_world(pose)
-        tip = spout[np.argmax(np.linalg.norm((spout - body.mean(0))[:, :2], axis=1))]
-        out_dir = tip[:2] - body[:, :2].mean(0)
-        out_dir = np.append(out_dir / (np.linalg.norm(out_dir) + 1e-9), 0.0)
+        lip_pts = held.in_world(pose, use_part)
         bowl_c = np.median(rim_points, axis=0)
+        centre_xy = np.median(body[:, :2], axis=0)
+        y = pose[:3, 1]
+        across = np.array([-y[1], y[0], 0.0])  # horizontal, perpendicular to the closing axis
+        across /= np.linalg.norm(across) + 1e-9
+        spout_dir = lip_pts[:, :2].mean(0) - centre_xy
+        has_spout = np.linalg.norm(spout_dir) > 0.02  # an off-centre part sets the side
+        ref = spout_dir if has_spout else bowl_c[:2] - centre_xy
+        first = across if np.dot(across[:2], ref) >= 0 else -across
+        sides = [first] if has_spout else [first, -first]
         goal_tip = np.array([bowl_c[0], bowl_c[1], rim_points[:, 2].max() + self.config.pour_height])
-        over = _translated(pose, goal_tip - tip)
-        self.move_to(over, "carry")
-        # Tilt about the horizontal axis across the spout, through the spout tip, so the tip
-        # stays over the bowl while the container turns: spout goes down when rotating by
-        # +angle about z x out_dir.
-        axis = np.cross(np.array([0.0, 0.0, 1.0]), out_dir)
-        steps = 6
-        for k in range(1, steps + 1):
-            ang = np.deg2rad(self.config.pour_tilt_deg) * k / steps
-            self.move_line(_rotated_about(over, axis, ang, goal_tip), "pour")
-        self.executor.wait(self.config.settle_s)
-        for k in range(steps - 1, -1, -1):
-            ang = np.deg2rad(self.config.pour_tilt_deg) * k / steps
-            self.move_line(_rotated_about(over, axis, ang, goal_tip), "untilt")
+        steps = 10
+        reasons = []
+        for tilt_deg in (self.config.pour_tilt_deg, 0.75 * self.config.pour_tilt_deg):
+            for out_dir in sides:
+                tip = lip_pts[np.argmax(lip_pts @ out_dir)]
+                over = _translated(pose, goal_tip - tip)
+                axis = np.cross(np.array([0.0, 0.0, 1.0]), out_dir)
+                tilt = np.deg2rad(tilt_deg)
+                poses = [_rotated_about(over, axis, tilt * k / steps, goal_tip) for k in range(1, steps + 1)]
+                carry = self.planner.plan_to_pose(self.executor.arm_q(), over)
+                if not carry.success:
+                    reasons.append(f"carry: {carry.reason}")
+                    continue
+                try:
+                    down = self.plan_through(np.asarray(carry.waypoints)[-1], poses, "pour")
+                except SkillError as err:
+                    reasons.append(str(err))
+                    continue
+                self._execute(carry, "carry")
+                self._follow_path(down)
+                self.executor.wait(self.config.settle_s)
+                self._untilt = down[::-1]
+                return
+        raise SkillError("; ".join(dict.fromkeys(reasons)))
+
+    def untilt(self) -> None:
+        """Turn the container back upright along the tilt's own joint path after :meth:`pour`."""
+        self._follow_path(getattr(self, "_untilt", np.empty((0, 7))))
 
     def hang(self, held: HeldObject, ring_part: str, hook_points: np.ndarray, support_points: np.ndarray) -> None:
         """Thread the held object's ring (a mug handle) onto a hook, lower it and let go.

@@ -376,7 +376,18 @@ def compile_constraints(
         if np.linalg.norm(offset) >= cfg.min_side_offset:
             out.append(ApproachFrom(f"opposite_{part}", offset, cfg.approach_full_deg, cfg.side_zero_deg))
 
+    def centred(part: str) -> bool:
+        # A part all round the object's axis (a cup's rim) is near any hand on the body; only a
+        # part off to one side (a spout) can be kept clear by choosing where to hold.
+        if part not in cloud_parts:
+            return False
+        offset = _horizontal(np.asarray(cloud_parts[part]).mean(axis=0) - center, up)
+        return bool(np.linalg.norm(offset) < cfg.min_side_offset)
+
+    pour_ring = action == NextAction.POUR and intent.use_region is not None and centred(intent.use_region)
     for part in intent.keep_clear:
+        if pour_ring and part == intent.use_region:
+            continue  # the pour skill tilts away from the fingers instead
         keep_clear(part, "keep_clear")
 
     if action in (NextAction.PLACE, NextAction.STACK, NextAction.INSERT):
@@ -388,7 +399,7 @@ def compile_constraints(
         out.append(face)
     elif action == NextAction.POUR:
         use = intent.use_region or next(iter(_parts_affording(intent.target, "pour_out", cloud_parts)), None)
-        if use is not None and use != intent.grasp_region:
+        if use is not None and use != intent.grasp_region and not centred(use):
             keep_clear(use, f"{action.value} (use region)")
             side_opposite(use, f"{action.value} (use region)")
     elif action == NextAction.HANG:

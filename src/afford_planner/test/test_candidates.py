@@ -298,3 +298,22 @@ def test_index_candidates_numbers_a_merged_set() -> None:
     b = sample_axis_grasps(ObjectCloud(pts, "box"), AxisGraspConfig(num_positions=3))
     merged = index_candidates(a, b)
     assert [c.index for c in merged] == [0, 1, 2, 3, 4]
+
+
+def test_fingers_are_centred_on_a_bar_seen_from_above() -> None:
+    """A camera above a drawer pull sees its top and front faces; the contact point lands on the
+    top face. The Franka's fingers close symmetrically and the arm does not yield, so a frontal
+    grasp whose TCP stayed on the top face would touch the bar with one finger only."""
+    rng = np.random.default_rng(0)
+    n = 400
+    # A bar along y, 14 mm tall (z in [0, 0.014]) and 10 mm deep (x in [0, 0.01]).
+    top = np.column_stack([rng.uniform(0, 0.01, n), rng.uniform(-0.07, 0.07, n), np.full(n, 0.014)])
+    front = np.column_stack([np.zeros(n), rng.uniform(-0.07, 0.07, n), rng.uniform(0, 0.014, n)])
+    region = np.vstack([top, front])
+    cloud = ObjectCloud(points=region, category="cabinet", object_center=np.array([0.3, 0.0, 0.007]))
+    cands = sample_affordance_grasps(region, cloud, Stage1Config(include_normal=True, bandwidth=0.05, center_on_part=True),
+                                     normal=np.array([-1.0, 0.0, 0.0]))
+    frontal = cands[-1]
+    assert np.allclose(frontal.approach, [1.0, 0.0, 0.0])
+    assert abs(frontal.closing_axis[2]) > 0.99  # closes across the bar's height
+    assert frontal.position[2] == pytest.approx(0.007, abs=1.5e-3)

@@ -247,11 +247,17 @@ def test_place_and_pour_compile_their_faces_and_parts() -> None:
         for c in compile_constraints(Intent("kettle", "handle", NextAction.POUR), kettle, TaskContext())
     ]
     assert names == ["keep_part_clear:spout", "approach_from:opposite_spout"]
-    # A mug pours over its rim, which is all around: no side to approach from.
+    # A mug pours over its rim, which is all around: no side to approach from, and no hand on
+    # the body can keep it clear (the pour skill tilts away from the fingers instead).
     names = [
         c.name for c in compile_constraints(Intent("mug", "handle", NextAction.POUR), parts, TaskContext())
     ]
-    assert names == ["keep_part_clear:rim"]
+    assert names == []
+    names = [
+        c.name for c in compile_constraints(
+            Intent("mug", "body", NextAction.POUR, keep_clear=("rim",), use_region="rim"), parts, TaskContext())
+    ]
+    assert names == []
 
 
 def test_task_term_is_the_product_and_missing_parts_fail_loudly() -> None:

@@ -72,7 +72,7 @@ class ModelConfig:
             (their ``Asset.mass`` is not used).
         gripper_force_scale: Multiplies the hand actuator's gain and bias (same setpoints:
             ctrl 255 open, 0 closed). franky-sim's servo pushes each finger with ~1 N on a 4 cm
-            object, below the fingers' own friction; scaled by 10 it squeezes ~11 N per finger
+            object, below the fingers' own friction; scaled by 25 it squeezes ~27 N per finger
             on a 4.5 cm cube (the real Franka Hand: 70 N), enough for objects up to ~1 kg. The
             fr3.xml force limit (140 N on the tendon) is kept.
         finger_frictionloss: Dry friction (N) of each finger joint. fr3.xml gives the fingers the
@@ -83,7 +83,7 @@ class ModelConfig:
     timestep: float = 0.002
     integrator: str = "implicitfast"
     impratio: float = 10.0
-    friction: tuple[float, float, float] = (1.0, 0.005, 0.0001)
+    friction: tuple[float, float, float] = (1.0, 0.01, 0.0001)
     condim: int = 4
     solref: tuple[float, float] = (0.004, 1.0)
     solimp: tuple[float, float, float, float, float] = (0.95, 0.99, 0.001, 0.5, 2.0)
@@ -91,7 +91,7 @@ class ModelConfig:
     hinge_frictionloss: float = 0.2
     joint_armature: float = 0.01
     furniture_density: float = 500.0
-    gripper_force_scale: float = 10.0
+    gripper_force_scale: float = 25.0
     finger_frictionloss: float = 0.1
     floor: bool = True
 

@@ -198,10 +198,9 @@ class _Revolution:
     # half of a body covers about 12 of 24; a handle or a spout one or two.
     SECTORS = 24
     BODY_SECTORS = 5
-    # Percentile of the distance from the axis that marks a sector's outer edge: above the
-    # median so an open vessel's inner wall does not pull it in, below the top so depth noise
-    # does not push it out.
-    OUTER_PERCENTILE = 75
+    # Percentiles of the distance from the axis that mark a sector's outer edge (see _profile).
+    WALL_PERCENTILE = 75
+    DISC_PERCENTILE = 95
 
     def __init__(self, c: _Cloud) -> None:
         self.c = c
@@ -213,15 +212,16 @@ class _Revolution:
         self._place(self._axis(np.ones(c.n, dtype=bool)))
         self.radius, self.body_band = self._profile(nb)
         # Again with the body's own wall points only: handles and spouts, now known, drop out.
-        inliers = self.body_band[self.band] & (np.abs(self.rho - self.radius) < cfg.protrusion_low)
+        inliers = self.rho - self.radius < cfg.protrusion_low
         if inliers.sum() >= 10:
-            self._place(self._axis(inliers))
+            self._place(self._axis(inliers, self.centre, scale=0.01))
             self.radius, self.body_band = self._profile(nb)
         self.excess = self.rho - self.radius
         self.wall_top = self._wall_top()
 
-    def _axis(self, use: np.ndarray) -> np.ndarray:
-        """Least-squares intersection of the horizontal normal lines of ``use``, Cauchy re-weighted."""
+    def _axis(self, use: np.ndarray, start: np.ndarray | None = None, scale: float = 0.02) -> np.ndarray:
+        """Least-squares intersection of the horizontal normal lines of ``use``, Cauchy re-weighted
+        from ``start`` (default their centroid) with a scale annealed down from ``scale``."""
         c = self.c
         p = c.p[use, :2]
         nxy = c.normals[use, :2]
@@ -229,8 +229,7 @@ class _Revolution:
         d = nxy / np.maximum(strength, 1e-9)[:, None]
         w0 = strength**4  # wall points (horizontal normals) carry the axis; floors and lids do not
         proj = np.eye(2)[None] - d[:, :, None] * d[:, None, :]
-        centre = p.mean(axis=0)
-        scale = 0.02
+        centre = p.mean(axis=0) if start is None else start
         for _ in range(c.cfg.axis_iterations):
             off = np.einsum("nij,nj->ni", proj, centre - p)  # from each normal line to the centre
             w = w0 / (1.0 + (np.linalg.norm(off, axis=1) / scale) ** 2)
@@ -250,8 +249,8 @@ class _Revolution:
         """Body radius at every point's height, and which height bands are body.
 
         Each height band is cut into azimuth sectors; a sector's radius is the outer edge of
-        what it holds (a high percentile of the distance from the axis: the wall of a vessel,
-        the edge of a lid or a floor). A band is body when ``BODY_SECTORS`` sectors hold points,
+        what it holds (a high percentile of the distance from the axis: the outer wall of a
+        vessel, the edge of a lid or a floor). A band is body when ``BODY_SECTORS`` sectors hold points,
         and its radius is the median over its sectors (one vote per sector, so a handle, one or
         two sectors, cannot carry a band), placed at the median height of the band's points.
         Between adjacent body bands the radius is interpolated (tapered and flared walls). Above
@@ -264,8 +263,14 @@ class _Revolution:
         order = np.argsort(cell, kind="stable")
         cells, starts = np.unique(cell[order], return_index=True)
         ends = np.append(starts[1:], len(order))
-        outer = np.array([np.percentile(self.rho[order[i:j]], self.OUTER_PERCENTILE) for i, j in zip(starts, ends)])
         cell_band = cells // self.SECTORS
+        # Walls: the outer wall is near the 75th percentile (the inner wall and noise below and
+        # above it). Level surfaces (a lid, a floor) are discs whose edge is near the top of
+        # their distribution. Which one a band is, its share of wall-like normals says.
+        share = np.bincount(self.band, weights=self.wall.astype(float), minlength=nb) / np.maximum(
+            np.bincount(self.band, minlength=nb), 1)
+        pct = np.where(share[cell_band] >= 0.5, self.WALL_PERCENTILE, self.DISC_PERCENTILE)
+        outer = np.array([np.percentile(self.rho[order[i:j]], q) for i, j, q in zip(starts, ends, pct)])
         knot_b, knot_h, knot_r = [], [], []
         for b in np.unique(cell_band):
             votes = outer[cell_band == b]
@@ -275,7 +280,7 @@ class _Revolution:
                 knot_r.append(float(np.median(votes)))
         body = np.zeros(nb, dtype=bool)
         if not knot_b:  # nothing looks like a body of revolution: one radius for all
-            return np.full(self.c.n, float(np.percentile(self.rho, self.OUTER_PERCENTILE))), body | True
+            return np.full(self.c.n, float(np.percentile(self.rho, self.WALL_PERCENTILE))), body | True
         body[knot_b] = True
         kb, kh = np.array(knot_b), np.array(knot_h)
         # A running median over the knots removes one band pulled out by a handle seen face-on.
@@ -289,10 +294,24 @@ class _Revolution:
         return (1 - t) * kr[below] + t * kr[above], body
 
     def _wall_top(self) -> float:
-        """Top of the side wall: the highest wall points that lie on the body surface."""
-        on_body = self.wall & (np.abs(self.excess) < self.c.cfg.protrusion_high) & self.body_band[self.band]
+        """Top of the side wall: where the run of wall bands rising from the bottom ends.
+
+        Only that first run counts (plus the band where it ends, which holds the last of the
+        wall), so an arched handle's legs or a knob higher up cannot raise the wall top.
+        """
+        share = np.bincount(self.band, weights=self.wall.astype(float), minlength=len(self.body_band))
+        share /= np.maximum(np.bincount(self.band, minlength=len(self.body_band)), 1)
+        walls = self.body_band & (share >= 0.5)
+        if not walls.any():
+            return float(np.percentile(self.h, 98))
+        first = int(np.argmax(walls))
+        end = first
+        while end + 1 < len(walls) and walls[end + 1]:
+            end += 1
+        on_body = self.wall & (self.band >= first) & (self.band <= end + 1)
+        on_body &= np.abs(self.excess) < self.c.cfg.protrusion_high
         on_body &= self.rho > 0.5 * float(self.radius.max())
-        h = self.h[on_body] if on_body.any() else self.h
+        h = self.h[on_body] if on_body.any() else self.h[self.band <= end + 1]
         return float(np.percentile(h, 98))
 
     @property
