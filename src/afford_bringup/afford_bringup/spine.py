@@ -399,6 +399,27 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         held["obj"] = HeldObject.from_world(grasp.pose_matrix(), cloud.points,
                                             {k: v for k, v in parts.items() if len(v)})
 
+    def look_again() -> None:
+        # Objects shift in the fingers while they close; look at the held object once lifted so
+        # that the carry, hang or pour aims with where it really is in the hand.
+        view = world.render()
+        try:
+            seen = world.observed_cloud(view, intent.target, seed=cfg.seed + 2)
+        except ValueError:
+            return  # hidden by the hand: keep the grasp-time estimate
+        now = ObjectCloud(seen.points, seen.category, part_labels=seen.part_labels,
+                          part_names=seen.part_names, object_center=_perceived_center(seen.points))
+        if len(now) < 50:
+            return
+        seen_parts = {k: now.points[source.ground(now, k) >= 0.5] for k in parts}
+        if any(len(seen_parts[k]) < 10 for k in parts):
+            return
+        held["obj"] = HeldObject.from_world(model.fk(world.arm_q()), now.points, seen_parts)
+
+    def lift_and_look() -> None:
+        runner.lift()
+        look_again()
+
     stages: list[tuple[str, Callable[[], None]]] = [
         ("approach", lambda: runner.approach(grasp, free_plan)),
         ("grasp", do_grasp),
@@ -409,7 +430,7 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         stages.append(("pull", lambda: runner.pull(-pull_axis if np.dot(pull_axis, grasp.approach) > 0
                                                    else pull_axis)))
     else:
-        stages.append(("lift", runner.lift))
+        stages.append(("lift", lift_and_look))
         if action in (NextAction.PLACE, NextAction.STACK):
             assert dest_region is not None
             stages.append(("place", lambda: runner.place(held["obj"], dest_region)))
@@ -418,7 +439,11 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             ring = next(p for p in intent.keep_clear) if intent.keep_clear else "handle"
 
             def do_hang() -> None:
-                hook = _cluster_nearest(dest_region, region.mean(0))
+                # Hooks meet at the pole: drop what is near the pole's axis so that each hook
+                # is its own cluster, then take the one nearest the mug.
+                pole_xy = np.median(dest_support[:, :2], axis=0)
+                outer = dest_region[np.linalg.norm(dest_region[:, :2] - pole_xy, axis=1) > 0.03]
+                hook = _cluster_nearest(outer if len(outer) >= 10 else dest_region, region.mean(0))
                 runner.hang(held["obj"], ring, hook, dest_support)
 
             stages.append(("hang", do_hang))

@@ -65,6 +65,8 @@ class SkillConfig:
         hang_depth: How far (m) from the hook's tip towards the pole the ring is slid; shallow,
             because the hand around the body must stay clear of the pole and the upward tilt
             of the hook carries the ring further once released.
+        hang_clear: The ring's hole centre slides on this far (m) below the hook's highest
+            point (its end lip).
     """
 
     pregrasp_offset: float = 0.10
@@ -79,6 +81,7 @@ class SkillConfig:
     hang_overshoot: float = 0.05
     hang_drop: float = 0.02
     hang_depth: float = 0.035
+    hang_clear: float = 0.004
 
     def __post_init__(self) -> None:
         for name in ("pregrasp_offset", "lift_height", "vel_scale", "settle_s", "retreat", "pull_distance"):
@@ -127,6 +130,18 @@ class HeldObject:
 
 def _apply(t: np.ndarray, pts: np.ndarray) -> np.ndarray:
     return np.asarray(pts) @ t[:3, :3].T + t[:3, 3]
+
+
+def _axis_xy(points: np.ndarray) -> np.ndarray:
+    """Horizontal position of an upright round body's axis from its (possibly one-sided) points.
+
+    A circle fit: the median of what one camera sees of a cylinder sits a third of a radius
+    towards the camera, which is enough to miss a hook.
+    """
+    from afford_planner.candidates import fit_circle
+
+    centre, _, _ = fit_circle(points[:, :2])
+    return centre
 
 
 def _translated(pose: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -312,50 +327,72 @@ class SkillRunner:
     def hang(self, held: HeldObject, ring_part: str, hook_points: np.ndarray, support_points: np.ndarray) -> None:
         """Thread the held object's ring (a mug handle) onto a hook, lower it and let go.
 
-        ``hook_points`` are the hook's points; ``support_points`` the pole/base it sticks out of,
-        which tells which end of the hook is the free tip.
+        ``hook_points`` are one hook's points; ``support_points`` the pole/base it sticks out of,
+        which tells which end of the hook is the free tip. The ring's hole axis is turned onto
+        the hook's axis by a turn of the hand about the vertical (either of the two that do it),
+        the ring starts beyond the tip, slides on along the hook and is lowered onto it. Every
+        variant (turn, depth along the hook) is planned to the end before the arm moves.
         """
         pose = self.current_pose()
-        ring = held.in_world(pose, ring_part)
         body = held.in_world(pose)
         # Hook axis by PCA, oriented from the pole towards the free tip.
         c = hook_points.mean(0)
-        _, _, vt = np.linalg.svd(hook_points - c)
-        h = vt[0] / np.linalg.norm(vt[0])
+        h = np.linalg.svd(hook_points - c, full_matrices=False)[2][0]
         if np.dot(h, c - support_points.mean(0)) < 0:
             h = -h
         tip = hook_points[np.argmax((hook_points - c) @ h)]
-        h_flat = np.array([h[0], h[1], 0.0])
-        h_flat /= np.linalg.norm(h_flat)
+        h_flat = np.array([h[0], h[1], 0.0]) / (np.linalg.norm(h[:2]) + 1e-9)
         # The ring's hole axis is horizontal and perpendicular to the direction from the
-        # object's axis to the ring; turn about world z so that the hole axis lies along the hook.
-        body_axis_xy = np.median(body[:, :2], axis=0)
-        u = ring.mean(0)[:2] - body_axis_xy
+        # object's axis to the ring.
+        body_part = next((k for k in held.parts if k != ring_part), None)
+        axis_xy = _axis_xy(held.in_world(pose, body_part) if body_part else body)
+        ring = held.in_world(pose, ring_part)
+        u = ring.mean(0)[:2] - axis_xy
         u = np.append(u / (np.linalg.norm(u) + 1e-9), 0.0)
         hole = np.cross(np.array([0.0, 0.0, 1.0]), u)
-        best = None
+        turns = []
         for sign in (1.0, -1.0):
-            ang = np.arctan2(np.cross(hole, sign * h_flat)[2], np.dot(hole, sign * h_flat))
-            if best is None or abs(ang) < abs(best):
-                best = ang
-        assert best is not None
-        centre = np.array([*body_axis_xy, pose[2, 3]])
-        turned = _rotated_about(pose, np.array([0.0, 0.0, 1.0]), float(best), centre)
-        ring_t = held.in_world(turned, ring_part)
-        body_t = held.in_world(turned)
-        # Hole centre: between the body's outer wall and the ring's far side, at ring height.
-        u_t = ring_t.mean(0)[:2] - np.median(body_t[:, :2], axis=0)
-        u_t /= np.linalg.norm(u_t) + 1e-9
-        radial = (ring_t[:, :2] - np.median(body_t[:, :2], axis=0)) @ u_t
-        body_r = float(np.percentile((body_t[:, :2] - np.median(body_t[:, :2], axis=0)) @ u_t, 95))
-        hole_c = np.array([*(np.median(body_t[:, :2], axis=0) + u_t * 0.5 * (body_r + radial.max())),
-                           float(np.median(ring_t[:, 2]))])
-        start = tip + h * self.config.hang_overshoot
-        on_hook = tip - h * self.config.hang_depth
-        self.move_to(_translated(turned, start - hole_c + np.array([0, 0, 0.005])), "carry")
-        self.move_line(_translated(turned, on_hook - hole_c + np.array([0, 0, 0.005])), "thread")
-        self.move_line(_translated(turned, on_hook - hole_c - np.array([0, 0, self.config.hang_drop])), "lower")
-        self.release_and_retreat()
+            turns.append(float(np.arctan2(np.cross(hole, sign * h_flat)[2], np.dot(hole, sign * h_flat))))
+        turns.sort(key=abs)
+        centre = np.array([*axis_xy, pose[2, 3]])
+        reasons = []
+        for turn in turns:
+            turned = _rotated_about(pose, np.array([0.0, 0.0, 1.0]), turn, centre)
+            ring_t = held.in_world(turned, ring_part)
+            body_t = held.in_world(turned, body_part) if body_part else held.in_world(turned)
+            axis_t = _axis_xy(body_t)
+            u_t = ring_t.mean(0)[:2] - axis_t
+            u_t /= np.linalg.norm(u_t) + 1e-9
+            radial = (ring_t[:, :2] - axis_t) @ u_t
+            body_r = float(np.percentile((body_t[:, :2] - axis_t) @ u_t, 95))
+            # Hole centre: between the body's wall and the ring's far side, at ring height.
+            hole_c = np.array([*(axis_t + u_t * 0.5 * (body_r + radial.max())), float(np.median(ring_t[:, 2]))])
+            # Slide on high: the hole's centre level with the top of the hook (its end lip), so
+            # the ring's upper edge clears the lip and the rod passes through the lower half.
+            rise = np.array([0.0, 0.0, hook_points[:, 2].max() - self.config.hang_clear - tip[2]])
+            start = _translated(turned, tip + h * self.config.hang_overshoot + rise - hole_c)
+            carry = self.planner.plan_to_pose(self.executor.arm_q(), start)
+            if not carry.success:
+                reasons.append(f"carry: {carry.reason}")
+                continue
+            for depth in (self.config.hang_depth, self.config.hang_depth - 0.01):
+                on_hook = tip - h * depth
+                threaded = _translated(turned, on_hook + rise - hole_c)
+                lowered = _translated(turned, on_hook + rise - hole_c - np.array([0, 0, self.config.hang_drop]))
+                thread = self.planner.cartesian_path(np.asarray(carry.waypoints)[-1], threaded)
+                if not thread.success:
+                    reasons.append(f"thread: {thread.reason}")
+                    continue
+                lower = self.planner.cartesian_path(np.asarray(thread.waypoints)[-1], lowered)
+                if not lower.success:
+                    reasons.append(f"lower: {lower.reason}")
+                    continue
+                self._execute(carry, "carry")
+                self._execute(thread, "thread")
+                self._execute(lower, "lower")
+                self.release_and_retreat()
+                return
+        raise SkillError("; ".join(dict.fromkeys(reasons)))
 
     def pull(self, direction: np.ndarray) -> None:
         """Pull the grasped handle along ``direction`` (e.g. a drawer's opening direction)."""

@@ -47,6 +47,8 @@ RIM_DEPTH: dict[str, float] = {"mug": 0.010, "paper_cup": 0.008, "bowl": 0.012}
 # A lid seats on the wall top with a lip a few millimetres tall (m): the lid starts this far
 # below where the wall points end (the lip's own wall-like points end the wall a little high).
 LID_SEAT = 0.004
+# Most a lid (dome and knob) rises above the wall top (m); anything higher is not lid surface.
+LID_RISE = 0.035
 # Correlation of radius with height above which a protrusion beside a kettle is a spout.
 SPOUT_CLIMB = 0.5
 
@@ -339,7 +341,8 @@ class _Revolution:
         """
         cfg = self.c.cfg
         r_top = self.top_radius
-        lid = (self.h > self.wall_top - 0.005) & (self.rho > 0.3 * r_top) & (self.rho < r_top + 0.01)
+        lid = (self.h > self.wall_top - 0.005) & (self.h < self.wall_top + LID_RISE)
+        lid &= (self.rho > 0.3 * r_top) & (self.rho < r_top + 0.01)
         lid &= np.abs(self.c.normals[:, 2]) > 0.7
         if lid.sum() < 5:
             rise = self.h - self.wall_top
@@ -433,9 +436,11 @@ def _pot(c: _Cloud) -> Scores:
 def _kettle(c: _Cloud) -> Scores:
     """Kettle: spout and handle are the protrusions, beyond the body radius or above the lid.
 
-    A group that rises above the lid is an arched top handle. Of the groups beside the body,
-    the spout climbs outwards (its distance from the axis grows with height: a correlation
-    above ``SPOUT_CLIMB``) while a side loop handle bulges symmetrically; only the group that
+    A group that rises above the lid is an arched top handle; it spans a vertical plane through
+    the axis, and a group beside the body near that plane is one of its legs, any other is the
+    spout (which leaves the body across the arch). Without an arch, the spout is told from a
+    side loop handle by how it climbs: its distance from the axis grows with height (a
+    correlation above ``SPOUT_CLIMB``) while a loop bulges symmetrically; only the group that
     climbs most can be the spout. The lid is everything from the wall top up.
     """
     cfg = c.cfg
@@ -445,21 +450,25 @@ def _kettle(c: _Cloud) -> Scores:
     idx = np.flatnonzero(radial | above)
     handle = np.zeros(c.n, dtype=bool)
     spout = np.zeros(c.n, dtype=bool)
-    if len(idx):
-        labels = clusters(c.p[idx], cfg.cluster_radius)
-        side: list[tuple[float, np.ndarray]] = []
-        for k in np.unique(labels):
-            g = idx[labels == k]
-            if len(g) < cfg.min_cluster_points:
-                continue
-            if above[g].any():
-                handle[g] = True
-            else:
-                side.append((_climb(rev.rho[g], rev.h[g]), g))
-        # Only the group that climbs most can be the spout (a kettle has one).
-        side.sort(key=lambda item: item[0], reverse=True)
-        for i, (climb, g) in enumerate(side):
-            (spout if i == 0 and climb > SPOUT_CLIMB else handle)[g] = True
+    offset = c.p[:, :2] - rev.centre
+    labels = clusters(c.p[idx], cfg.cluster_radius) if len(idx) else np.zeros(0, dtype=int)
+    groups = [idx[labels == k] for k in np.unique(labels)]
+    groups = [g for g in groups if len(g) >= cfg.min_cluster_points]
+    side = [g for g in groups if not above[g].any()]
+    for g in groups:
+        if above[g].any():
+            handle[g] = True
+    if handle.any():
+        _, vecs = np.linalg.eigh(np.cov(offset[handle].T))
+        arch_plane = vecs[:, 1]
+        for g in side:
+            heading = offset[g].mean(axis=0)
+            near_arch = abs(heading @ arch_plane) > np.cos(np.pi / 4) * np.linalg.norm(heading)
+            (handle if near_arch else spout)[g] = True
+    else:
+        side.sort(key=lambda g: _climb(rev.rho[g], rev.h[g]), reverse=True)
+        for i, g in enumerate(side):
+            (spout if i == 0 and _climb(rev.rho[g], rev.h[g]) > SPOUT_CLIMB else handle)[g] = True
     seat = rev.wall_top - LID_SEAT
     lid = (rev.h >= seat) & ~handle & ~spout
     margin = _protrusion_margin(np.maximum(rev.excess, 0.0), handle | spout, cfg)

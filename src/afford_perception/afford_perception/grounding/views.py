@@ -59,13 +59,14 @@ def _transform(pose: np.ndarray, points: np.ndarray, normals: np.ndarray) -> tup
 
 
 def full_cloud(asset: Any, pose: np.ndarray, n: int = 4096, seed: int = 0,
-               q: dict[str, float] | None = None) -> ObjectCloud:
+               q: dict[str, float] | None = None, voxel: float | None = None) -> ObjectCloud:
     """The asset's complete outer surface at ``pose``: what a full scan from all around sees.
 
     ``surface_cloud`` samples every face of every convex piece, including faces buried inside
     the object where pieces meet (between the wedges of a wall, under a lid); no sensor sees
     those, so only samples visible from some camera on a ring around and above the object are
     kept. No noise, no dropout, and nothing below the support (the table hides the underside).
+    ``voxel`` downsamples as in :func:`single_view`.
     """
     pts, nrm, lab = asset.surface_cloud(n, seed=seed, q=q)
     pts, nrm = _transform(pose, pts, nrm)
@@ -77,8 +78,21 @@ def full_cloud(asset: Any, pose: np.ndarray, n: int = 4096, seed: int = 0,
     for elevation in (math.radians(15), math.radians(45), math.radians(89)):
         for azimuth in np.linspace(0, 2 * math.pi, 8, endpoint=False):
             seen |= visible(verts, faces, pts, camera_position(centre, reach, azimuth, elevation))
-    return ObjectCloud(points=pts[seen], category=asset.category, normals=nrm[seen], part_labels=lab[seen],
+    pts, nrm, lab = _downsample(pts[seen], nrm[seen], lab[seen], voxel)
+    return ObjectCloud(points=pts, category=asset.category, normals=nrm, part_labels=lab,
                        part_names=category(asset.category).parts)
+
+
+def _downsample(pts: np.ndarray, nrm: np.ndarray, lab: np.ndarray,
+                voxel: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One point per ``voxel``-sided cube (the first drawn), or everything when ``voxel`` is None."""
+    if voxel is None:
+        return pts, nrm, lab
+    if voxel <= 0:
+        raise ValueError(f"voxel must be positive, got {voxel}")
+    _, first = np.unique(np.floor(pts / voxel).astype(np.int64), axis=0, return_index=True)
+    first = np.sort(first)
+    return pts[first], nrm[first], lab[first]
 
 
 def _world_mesh(asset: Any, pose: np.ndarray, q: dict[str, float] | None) -> tuple[np.ndarray, np.ndarray]:
@@ -116,6 +130,7 @@ def single_view(
     seed: int = 0,
     grazing_cos: float = 0.1,
     q: dict[str, float] | None = None,
+    voxel: float | None = None,
 ) -> ObjectCloud:
     """What one depth camera at ``camera_pos`` sees of ``asset`` placed at ``pose_4x4``.
 
@@ -131,6 +146,8 @@ def single_view(
         grazing_cos: Points whose surface normal makes |cos| below this with the viewing ray
             are dropped (depth cameras return nothing at grazing incidence).
         q: Joint values of an articulated asset (default closed).
+        voxel: If given, keep one point per cube of this side (m), as a perception pipeline
+            downsamples a depth cloud; draw ``n`` generously and let this set the density.
 
     Returns:
         An ``ObjectCloud`` in the world frame whose ``part_labels`` are the exact labels of the
@@ -157,6 +174,7 @@ def single_view(
         raise ValueError(f"the camera at {camera_pos.round(3).tolist()} sees nothing of {asset.category}")
     pts, nrm, lab, rays = pts[keep], nrm[keep], lab[keep], rays[keep]
     pts = pts + rays * rng.normal(0.0, noise_std, size=(len(pts), 1))
+    pts, nrm, lab = _downsample(pts, nrm, lab, voxel)
     return ObjectCloud(points=pts, category=asset.category, normals=nrm, part_labels=lab,
                        part_names=category(asset.category).parts)
 
@@ -188,10 +206,12 @@ class ViewSpec:
         noise_std: Depth noise along the ray (m).
         dropout: Random fraction of visible points removed.
         object_xyz: World position of the asset frame (a table top need not be at z = 0).
-        density: Surface samples per cm^2 when no sample count is given: 8 is about one point
-            per 3.5 mm, a depth image downsampled to a few-millimetre voxel grid, so a pot and
-            a mug are seen at the same resolution.
-        max_samples: Cap on the samples drawn for large assets (furniture).
+        density: Surface samples per cm^2 drawn before the visibility test when no sample
+            count is given, so a pot and a mug are seen at the same resolution.
+        max_samples: Cap on the samples drawn for large assets (furniture, whose hidden inner
+            faces take most of the samples).
+        voxel: Side (m) of the voxel grid a view is downsampled to, as a perception pipeline
+            does with a depth cloud (about what ``density`` gives on a visible surface).
     """
 
     yaw: float = 0.0
@@ -203,7 +223,8 @@ class ViewSpec:
     dropout: float = 0.1
     object_xyz: tuple[float, float, float] = (0.55, 0.0, 0.1)
     density: float = 8.0
-    max_samples: int = 32768
+    max_samples: int = 262144
+    voxel: float = 0.0035
 
     def __post_init__(self) -> None:
         if self.distance <= 0:
@@ -223,13 +244,14 @@ class ViewSpec:
         n = n or self.samples(asset)
         pose = yaw_pose(*self.object_xyz, self.yaw)
         if self.full:
-            return full_cloud(asset, pose, n=n, seed=seed)
+            return full_cloud(asset, pose, n=n, seed=seed, voxel=self.voxel)
         lo, hi = asset.mesh().bounds
         centre_local = np.array([0.0, 0.0, 0.5 * (lo[2] + hi[2])])
         target = pose[:3, :3] @ centre_local + pose[:3, 3]
         reach = self.distance + 0.5 * float(np.linalg.norm(hi - lo))
         cam = camera_position(target, reach, self.azimuth, self.elevation)
-        return single_view(asset, pose, cam, noise_std=self.noise_std, dropout=self.dropout, n=n, seed=seed)
+        return single_view(asset, pose, cam, noise_std=self.noise_std, dropout=self.dropout, n=n, seed=seed,
+                           voxel=self.voxel)
 
 
 @dataclass
