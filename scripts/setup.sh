@@ -35,7 +35,7 @@ if ! "$VENV/bin/python" -m pip --version | grep -qE '^pip 2[6-9]'; then
   "$VENV/bin/python" -m pip install -q -U "pip>=26,<27"
 fi
 
-# 3. Pinned dependencies (requirements.lock.txt is the single list), then our packages.
+# 3. Pinned dependencies (requirements.txt is the single list), then our packages.
 stamp="$VENV/.afford-requirements.sha"
 want="$(sha256sum requirements.txt | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then

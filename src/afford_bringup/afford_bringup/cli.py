@@ -70,6 +70,12 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _grounding_sources() -> list[str]:
+    from afford_perception.grounding import available_sources
+
+    return available_sources()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="afford", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -77,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a task sentence through the spine in the batch world")
     run.add_argument("sentence", help='e.g. "hang the mug on the rack"')
     run.add_argument("--seed", type=int, default=0, help="scene and object seed (default 0)")
-    run.add_argument("--grounding", default="oracle", help="grounding source: oracle | geometric")
+    run.add_argument("--grounding", default="oracle", choices=_grounding_sources(),
+                     help="where the grasp region comes from (default: oracle)")
     run.add_argument("--video", default=None, help="write an MP4 of the execution here")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of a report")
     run.set_defaults(func=_cmd_run)

@@ -65,6 +65,7 @@ class SpineResult:
     abstained: str | None = None
     task_name: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    candidate_set: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +79,8 @@ class SpineResult:
             "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
             "abstained": self.abstained,
             "scene_task": self.task_name,
+            "checks": self.details,
+            "candidate_set": self.candidate_set,
         }
 
     def summary(self) -> str:
@@ -236,7 +239,8 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
     from afford_planner.motion import MotionPlanner
     from afford_planner.robot_model import FR3Model
     from afford_planner.selection import SelectionConfig, select
-    from afford_planner.skills import HeldObject, SkillRunner, stage_iter
+    from afford_planner.selection import candidate_set_hash
+    from afford_planner.skills import HeldObject, SkillConfig, SkillRunner, stage_iter
     from afford_planner.task_constraints import TaskContext, compile_constraints, fill_task_terms
     from afford_planner.terms import TermsConfig, fill_terms
     from afford_sim.scene import sample_scene
@@ -300,17 +304,22 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
 
     # Stage 1: candidates on the region, plus axis grasps for objects without functional parts.
     with timer("sample"):
+        # A round body that fits the hand is held around its axis; its top-down grasp is that
+        # one, not a pinch of one wall (whose inner finger would land on the rim).
+        enclosing = []
+        if "grasp_body" in category(intent.target).affordances.get(intent.grasp_region, ()):
+            enclosing = sample_enclosing_grasps(region, EnclosingGraspConfig())
         # One mean-shift mode per part: a 14 cm drawer pull must not split into its standoffs.
         extent = float(np.max(np.ptp(region, axis=0)))
-        stage1 = Stage1Config(include_topdown=True, num_topdown_yaws=1, include_normal=True, center_on_part=True,
-                              bandwidth=float(np.clip(0.3 * extent, 0.02, 0.06)))
-        groups = [sample_affordance_grasps(region, cloud, stage1, normal=pull_axis)]
-        if "grasp_body" in category(intent.target).affordances.get(intent.grasp_region, ()):
-            groups.append(sample_enclosing_grasps(region, EnclosingGraspConfig()))
+        stage1 = Stage1Config(include_topdown=not enclosing, num_topdown_yaws=1, include_normal=True,
+                              center_on_part=True, bandwidth=float(np.clip(0.3 * extent, 0.02, 0.06)))
+        groups = [sample_affordance_grasps(region, cloud, stage1, normal=pull_axis), enclosing]
         if len(cloud.part_names) == 1:
             groups.append(sample_axis_grasps(cloud, AxisGraspConfig()))
         cands = index_candidates(*groups)
     result.candidates = len(cands)
+    result.candidate_set = candidate_set_hash(cands, {"task": sentence, "seed": cfg.seed,
+                                                      "grounding": cfg.grounding})
 
     # Feasibility, function and task terms, then the gate and the ranking (up to L3).
     with timer("select"):
@@ -337,14 +346,14 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         table = placed.spec.table
         cworld.add_box("table", np.array([*table.size, table.thickness]), table.pose())
         if len(obstacles):
-            cworld.add_point_cloud("scene", obstacles, resolution=0.01)
+            cworld.add_point_cloud("scene", obstacles, resolution=0.006)
         cworld.add_point_cloud("target", cloud.points, resolution=0.01)
         planner = MotionPlanner(model, cworld)
         q0 = world.arm_q()
         plans: dict[int, tuple[Any, Any]] = {}
         by_index = {c.index: c for c in cands}
         ranked = [by_index[i] for i in l3.ranking if i in set(l3.eligible)][: cfg.plan_top_k]
-        runner_cfg = SkillRunner(executor=None, planner=planner).config  # type: ignore[arg-type]
+        runner_cfg = SkillConfig()
         for c in ranked:
             pre = c.pose_matrix()
             pre[:3, 3] -= c.approach * runner_cfg.pregrasp_offset
@@ -381,11 +390,11 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
     executor = WorldExecutor(world, frames, cfg.video_fps, camera="video")
 
     def allow(name: str, allowed: bool) -> None:
-        key = "target"
+        # The planner knows the target by its cloud's name, whatever the object is called.
         if allowed:
-            cworld.allow(key, HAND_LINKS)
+            cworld.allow("target", HAND_LINKS)
         else:
-            cworld.disallow(key)
+            cworld.disallow("target")
 
     runner = SkillRunner(executor=executor, planner=planner, allow_contact=allow, tcp_pose=model.fk)
     free_plan, _ = plans[grasp.index]
@@ -435,7 +444,7 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             assert dest_region is not None
             stages.append(("place", lambda: runner.place(held["obj"], dest_region)))
         elif action is NextAction.HANG:
-            assert dest_region is not None and dest_support is not None and intent.use_region is None or True
+            assert dest_region is not None and dest_support is not None
             ring = next(p for p in intent.keep_clear) if intent.keep_clear else "handle"
 
             def do_hang() -> None:

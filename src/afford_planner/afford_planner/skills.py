@@ -375,7 +375,7 @@ class SkillRunner:
             if not carry.success:
                 reasons.append(f"carry: {carry.reason}")
                 continue
-            for depth in (self.config.hang_depth, self.config.hang_depth - 0.01):
+            for depth in (self.config.hang_depth, self.config.hang_depth - 0.01, self.config.hang_depth - 0.02):
                 on_hook = tip - h * depth
                 threaded = _translated(turned, on_hook + rise - hole_c)
                 lowered = _translated(turned, on_hook + rise - hole_c - np.array([0, 0, self.config.hang_drop]))

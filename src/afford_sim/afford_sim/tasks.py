@@ -132,8 +132,9 @@ def _seeds(seed: int, k: int) -> list[int]:
     return [int(s) for s in rng.integers(0, 10_000, size=k)]
 
 
-# The workspace window the AffordSim benchmark randomizes in is 30 cm x 30 cm with 60 deg of
-# yaw; ours is the same size, centred where the FR3 reaches every object comfortably.
+# AffordSim randomizes in a 30 cm window with 60 deg of yaw (15 cm / 30 deg for its policy
+# benchmark); ours is 16 cm with +-30 deg, centred where the FR3 reaches comfortably and the
+# receiver still fits on the table beside it.
 _FRONT = Window(center=(0.5, -0.12), size=(0.16, 0.16), yaw=(-math.pi / 6, math.pi / 6))
 
 
@@ -168,7 +169,7 @@ class PlaceTask(Task):
 
     Example: "put the banana on the plate", "place the cube in the bowl".
     Randomized: both shapes; the object in a 16 x 16 cm window on the robot's right with
-    +-30 deg yaw; the receiver 25 cm to its left (+-2 cm).
+    +-30 deg yaw; the receiver to its left, 8 cm (+-2 cm) between their footprints, any yaw.
     Success: grasp and lift as for picking; place: after release and retreat, the object rests
     (not held, at rest) with its centre over the receiver's footprint (within 70% of the
     receiver's radius) and above the table.
@@ -211,8 +212,9 @@ class HangTask(Task):
     """Hang a mug on a rack's hook by its handle ring, holding the mug by its body.
 
     Example: "hang the mug on the rack".
-    Randomized: mug and rack shapes; the mug in a 16 x 16 cm window with the handle turned
-    +-30 deg about the direction facing away from the rack; the rack 28-32 cm to the mug's left.
+    Randomized: mug and rack shapes (one to four hooks); the mug in a 12 x 12 cm window on the
+    robot's right with yaw -90 deg +-30 deg; the rack in a 6 x 6 cm window on the left, its first
+    hook pointing at the mug's side (roughly 26-44 cm between the two).
     Success: grasp and lift as for picking, with the fingers on the body; hang: after release
     and retreat and 1.5 s of settling, the mug touches the rack, not the table nor the fingers,
     and its lowest point is at least 5 cm above the table.
@@ -249,9 +251,10 @@ class PourTask(Task):
     """Pour from a held container into a bowl: tilt it so its spout or rim is over the bowl.
 
     Example: "pour water from the kettle into the bowl", "pour the cup into the bowl".
-    Randomized: both shapes; the container in a 16 x 16 cm window with +-30 deg yaw; the bowl
-    25 cm to its left (+-2 cm).
-    Success: grasp and lift as for picking; pour (judged at the largest tilt): the container is
+    Randomized: both shapes; the container in a 16 x 16 cm window with +-30 deg yaw; the bowl to
+    its left, 10 cm (+-2 cm) between their footprints.
+    Success: grasp and lift as for picking; pour (judged at the end of the pour stage, which
+    holds the largest tilt; the untilt stage follows): the container is
     still held, tilted at least 45 deg from upright, and the lowest point of its pouring part is
     above the bowl's opening (inside 80% of the rim radius) and above the rim's height.
     """
@@ -309,9 +312,6 @@ class OpenDrawerTask(Task):
                                                        yaw=(math.pi - math.pi / 18, math.pi + math.pi / 18))),
             camera=SHOULDER_CAMERA,
         )
-
-    def begin(self, world: BatchWorld) -> None:
-        super().begin(world)
 
     def check_approach(self, world: BatchWorld) -> Check:
         q = world.object_joint("cabinet", "drawer")

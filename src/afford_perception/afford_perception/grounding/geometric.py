@@ -27,6 +27,7 @@ margin (how far beyond the body radius, how far along the tool axis past the spl
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -35,7 +36,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from afford_perception.grounding.base import GroundingSource, register_source
+from afford_perception.grounding.base import GroundingSource, check_query, register_source
 from afford_perception.ontology import category
 from afford_perception.types import ObjectCloud
 
@@ -49,6 +50,8 @@ RIM_DEPTH: dict[str, float] = {"mug": 0.010, "paper_cup": 0.008, "bowl": 0.012}
 LID_SEAT = 0.004
 # Most a lid (dome and knob) rises above the wall top (m); anything higher is not lid surface.
 LID_RISE = 0.035
+# Width of the carcass frame around a cabinet's front panels (m): its panels' thickness.
+FRAME = 0.015
 # Correlation of radius with height above which a protrusion beside a kettle is a spout.
 SPOUT_CLIMB = 0.5
 
@@ -262,9 +265,8 @@ class _Revolution:
         """
         sector = ((self.azimuth + np.pi) / (2 * np.pi) * self.SECTORS).astype(int) % self.SECTORS
         cell = self.band * self.SECTORS + sector
-        order = np.argsort(cell, kind="stable")
-        cells, starts = np.unique(cell[order], return_index=True)
-        ends = np.append(starts[1:], len(order))
+        order = np.lexsort((self.rho, cell))  # by cell, then by distance within a cell
+        cells, starts, counts = np.unique(cell[order], return_index=True, return_counts=True)
         cell_band = cells // self.SECTORS
         # Walls: the outer wall is near the 75th percentile (the inner wall and noise below and
         # above it). Level surfaces (a lid, a floor) are discs whose edge is near the top of
@@ -272,7 +274,7 @@ class _Revolution:
         share = np.bincount(self.band, weights=self.wall.astype(float), minlength=nb) / np.maximum(
             np.bincount(self.band, minlength=nb), 1)
         pct = np.where(share[cell_band] >= 0.5, self.WALL_PERCENTILE, self.DISC_PERCENTILE)
-        outer = np.array([np.percentile(self.rho[order[i:j]], q) for i, j, q in zip(starts, ends, pct)])
+        outer = self.rho[order[starts + np.floor(pct / 100 * (counts - 1)).astype(int)]]
         knot_b, knot_h, knot_r = [], [], []
         for b in np.unique(cell_band):
             votes = outer[cell_band == b]
@@ -563,11 +565,7 @@ class _Front:
         self.c = c
         cfg = c.cfg
         nrm = c.normals
-        vertical = np.abs(nrm[:, 2]) < 0.3
-        ang = np.arctan2(nrm[vertical, 1], nrm[vertical, 0]) if vertical.any() else np.zeros(1)
-        theta = float(np.angle(np.exp(4j * ang).sum())) / 4.0
-        u = np.array([np.cos(theta), np.sin(theta)])
-        v = np.array([-u[1], u[0]])
+        u, v = _box_axes(c)
         centre = np.median(c.p[:, :2], axis=0)
         toward_robot = -centre / max(float(np.linalg.norm(centre)), 1e-9)
         best: tuple[tuple[int, float], float, np.ndarray, np.ndarray] | None = None
@@ -589,6 +587,7 @@ class _Front:
             raise ValueError("no vertical face of the furniture is in view; cannot find its front")
         _, self.plane, self.direction, self.protruding = best
         self.out = c.p[:, :2] @ self.direction - self.plane  # signed distance in front of the face
+        self.lateral = c.p[:, :2] @ np.array([-self.direction[1], self.direction[0]])
         self.h = c.p[:, 2] - c.floor
 
     @staticmethod
@@ -619,6 +618,17 @@ class _Front:
         return (np.abs(self.out) < 0.008) & ~handles
 
 
+def _box_axes(c: _Cloud) -> tuple[np.ndarray, np.ndarray]:
+    """Horizontal axes of a box-shaped object: its vertical faces' normals agree modulo 90 deg,
+    so the mean of four times their angle, quartered, is its yaw."""
+    nrm = c.normals
+    vertical = np.abs(nrm[:, 2]) < 0.3
+    ang = np.arctan2(nrm[vertical, 1], nrm[vertical, 0]) if vertical.any() else np.zeros(1)
+    theta = float(np.angle(np.exp(4j * ang).sum())) / 4.0
+    u = np.array([np.cos(theta), np.sin(theta)])
+    return u, np.array([-u[1], u[0]])
+
+
 def _mask(n: int, idx: np.ndarray) -> np.ndarray:
     m = np.zeros(n, dtype=bool)
     m[idx] = True
@@ -626,45 +636,64 @@ def _mask(n: int, idx: np.ndarray) -> np.ndarray:
 
 
 def _cabinet(c: _Cloud) -> Scores:
-    """Cabinet: handles protrude from the front; the highest handle is the drawer's (drawers sit
-    above doors), the others are door handles. The front face is split into drawer (above) and
-    door (below) at the emptiest height between the two handles (the gap between the panels)."""
+    """Cabinet: a drawer above a door, each with a handle standing off the front.
+
+    Handles are the protrusions. With two or more, the highest is the drawer's (drawers sit
+    above doors); a lone handle is the drawer's if its bar is horizontal, the door's if
+    vertical (how pulls are mounted on each). The front face, less a carcass frame of
+    ``FRAME`` around its edge, is split into drawer above and door below at the height where a
+    handle centred on its panel puts the panel edge (see ``_panel_split``).
+    """
     f = _Front(c)
-    groups = f.handles()
-    groups.sort(key=lambda g: float(np.median(f.h[g])), reverse=True)
-    drawer_h = _mask(c.n, groups[0]) if groups else np.zeros(c.n, dtype=bool)
-    door_h = _mask(c.n, np.concatenate(groups[1:])) if len(groups) > 1 else np.zeros(c.n, dtype=bool)
+    groups = sorted(f.handles(), key=lambda g: float(np.median(f.h[g])), reverse=True)
+    drawer_h = np.zeros(c.n, dtype=bool)
+    door_h = np.zeros(c.n, dtype=bool)
+    if len(groups) == 1:
+        g = groups[0]
+        horizontal = np.ptp(f.lateral[g]) > np.ptp(f.h[g])
+        (drawer_h if horizontal else door_h)[g] = True
+    elif groups:
+        drawer_h[groups[0]] = True
+        door_h[np.concatenate(groups[1:])] = True
     panel = f.panel(drawer_h | door_h)
-    split = _panel_split(f, panel, groups)
-    above = _ramp(f.h - split, -c.cfg.softness, c.cfg.softness)
+    inner = _inside_frame(f, panel)
+    split = _panel_split(f, panel, drawer_h, door_h)
+    above = _ramp(np.abs(f.h - split), 0.0, c.cfg.softness)
     return _rest({
         "drawer_handle": _decided(drawer_h, f.margin(drawer_h)),
         "door_handle": _decided(door_h, f.margin(door_h)),
-        "drawer": _decided(panel & (f.h >= split), above),
-        "door": _decided(panel & (f.h < split), 1.0 - above),
+        "drawer": _decided(inner & (f.h >= split), above),
+        "door": _decided(inner & (f.h < split), above),
     }, "body", c.n)
 
 
-def _panel_split(f: _Front, panel: np.ndarray, groups: list[np.ndarray]) -> float:
-    """Height of the boundary between the upper and the lower front panel.
+def _inside_frame(f: _Front, panel: np.ndarray) -> np.ndarray:
+    """Front-face points more than ``FRAME`` inside the face's outline (the carcass edges are body)."""
+    if panel.sum() < 10:
+        return panel
+    lat, h = f.lateral[panel], f.h[panel]
+    lo_l, hi_l = np.percentile(lat, [0.5, 99.5])
+    lo_h, hi_h = np.percentile(h, [0.5, 99.5])
+    return panel & (f.lateral > lo_l + FRAME) & (f.lateral < hi_l - FRAME) & (f.h > lo_h + FRAME) & (
+        f.h < hi_h - FRAME)
 
-    Between the drawer handle and the door handle the panels meet at a gap: the emptiest
-    height band of the front-face points there. Without two handles, the drawer is taken to be
-    the upper quarter of the front.
+
+def _panel_split(f: _Front, panel: np.ndarray, drawer_h: np.ndarray, door_h: np.ndarray) -> float:
+    """Height of the boundary between the drawer front (above) and the door (below).
+
+    A pull is mounted at the middle of its panel's height, so the drawer front reaches as far
+    below its handle as the face's top is above it, and the door as far above its handle as
+    the face's bottom is below it; the boundary is the mean of what the visible handles say.
+    With no handle in view, the drawer is the upper third of the front.
     """
-    h = f.h[panel]
-    if len(h) == 0:
-        return float(np.percentile(f.h, 75))
-    if len(groups) < 2:
-        return float(np.percentile(h, 75))
-    hi = float(np.min(f.h[groups[0]]))
-    lo = float(np.max(f.h[groups[1]]))
-    if hi <= lo + 0.01:
-        return 0.5 * (hi + lo)
-    bins = np.arange(lo, hi + 0.005, 0.005)
-    hist, edges = np.histogram(h, bins=bins)
-    k = int(np.argmin(np.convolve(hist, [1, 1, 1], mode="same")))
-    return float(0.5 * (edges[k] + edges[k + 1]))
+    h = f.h[panel] if panel.any() else f.h
+    top, bottom = float(np.percentile(h, 99.5)) - FRAME, float(np.percentile(h, 0.5)) + FRAME
+    guesses = []
+    if drawer_h.any():
+        guesses.append(2 * float(np.median(f.h[drawer_h])) - top)
+    if door_h.any():
+        guesses.append(2 * float(np.median(f.h[door_h])) - bottom)
+    return float(np.mean(guesses)) if guesses else bottom + 2 / 3 * (top - bottom)
 
 
 def _microwave(c: _Cloud) -> Scores:
@@ -678,6 +707,86 @@ def _microwave(c: _Cloud) -> Scores:
         "door_handle": _decided(handle, f.margin(handle)),
         "door": _decided(panel, np.ones(c.n)),
     }, "body", c.n)
+
+
+# --- flat ware and fixtures ------------------------------------------------------------------------
+
+
+def _level(c: _Cloud) -> np.ndarray:
+    """Heights above the support."""
+    return c.p[:, 2] - c.floor
+
+
+def _plate(c: _Cloud) -> Scores:
+    """Plate: a flat well inside a rim that rises outwards.
+
+    The height of the upper surface against the distance from the centre is flat over the well
+    and climbs over the rim; the rim starts at the hinge of the best two-piece fit (flat, then
+    a straight climb), searched over radii.
+    """
+    h = _level(c)
+    centre = 0.5 * (np.percentile(c.p[:, :2], 1, axis=0) + np.percentile(c.p[:, :2], 99, axis=0))
+    rho = np.linalg.norm(c.p[:, :2] - centre, axis=1)
+    outer = float(np.percentile(rho, 99.5))
+    # The upper surface: the top of each ring (the rim's underside, seen from the side, is lower).
+    edges = np.arange(0.0, outer + 0.005, 0.005)
+    ring = np.digitize(rho, edges)
+    rings = [k for k in np.unique(ring) if np.count_nonzero(ring == k) >= 3]
+    r = np.array([float(np.median(rho[ring == k])) for k in rings])
+    z = np.array([float(np.percentile(h[ring == k], 90)) for k in rings])
+    best, hinge = np.inf, 0.65 * outer
+    for r0 in np.linspace(0.3 * outer, 0.95 * outer, 40):
+        design = np.column_stack([np.ones_like(r), np.maximum(r - r0, 0.0)])
+        coef, *_ = np.linalg.lstsq(design, z, rcond=None)
+        cost = float(np.sum((z - design @ coef) ** 2))
+        if coef[1] > 0 and cost < best:
+            best, hinge = cost, float(r0)
+    return _rest({"rim": _decided(rho > hinge, _ramp(np.abs(rho - hinge), 0.0, c.cfg.softness))}, "body", c.n)
+
+
+def _tray(c: _Cloud) -> Scores:
+    """Tray: a flat base inside raised walls. The base's floor level is the median height of
+    the level (upward-facing) points; the rim is everything clearly above the floor."""
+    h = _level(c)
+    level = np.abs(c.normals[:, 2]) > 0.8
+    floor = float(np.median(h[level])) if level.sum() >= 5 else float(np.percentile(h, 30))
+    line = floor + c.cfg.protrusion_low
+    return _rest({"rim": _decided(h > line, _ramp(np.abs(h - line), 0.0, c.cfg.softness))}, "base", c.n)
+
+
+def _rack(c: _Cloud) -> Scores:
+    """Mug rack: a wide base disc, a thin pole on the axis and hooks sticking out of the pole.
+
+    The base is the bottom run of height bands at least twice as wide as the pole; the hooks
+    are what protrudes beyond the pole's radius; the pole is the rest.
+    """
+    cfg = c.cfg
+    rev = _Revolution(c)
+    pole_r = float(np.median(rev.radius[rev.h > 0.5 * float(rev.h.max())]))
+    wide = rev.radius > 2.0 * pole_r
+    base_top = float(np.percentile(rev.h[wide], 99)) if wide.any() else float(np.percentile(rev.h, 5))
+    base = rev.h <= base_top
+    hooks = rev.protrusions() & ~base
+    return _rest({
+        "base": _decided(base, _ramp(np.abs(rev.h - base_top), 0.0, cfg.softness)),
+        "hook": _decided(hooks, _protrusion_margin(rev.excess, hooks, cfg)),
+    }, "pole", c.n)
+
+
+def _shelf(c: _Cloud) -> Scores:
+    """Open shelf: boards are the level surfaces between the side panels; the frame (sides,
+    back, plinth) is the rest. The wider horizontal axis of the unit is its width; points
+    within ``FRAME`` of its ends are the side panels."""
+    u, v = _box_axes(c)
+    xy = c.p[:, :2]
+    extent = [np.ptp(np.percentile(xy @ d, [1, 99])) for d in (u, v)]
+    across = u if extent[0] >= extent[1] else v
+    lat = xy @ across
+    lo, hi = np.percentile(lat, [0.5, 99.5])
+    inside = (lat > lo + FRAME) & (lat < hi - FRAME)
+    level = np.abs(c.normals[:, 2]) > 0.7
+    margin = _ramp(np.minimum(lat - lo - FRAME, hi - FRAME - lat), 0.0, c.cfg.softness)
+    return _rest({"board": _decided(inside & level, margin)}, "frame", c.n)
 
 
 # --- single-part objects --------------------------------------------------------------------------
@@ -697,6 +806,10 @@ RULES: dict[str, Rule] = {
     "kettle": _kettle,
     "bottle": _bottle,
     "scoop": _scoop,
+    "plate": _plate,
+    "tray": _tray,
+    "rack": _rack,
+    "shelf": _shelf,
     "cabinet": _cabinet,
     "microwave": _microwave,
     "banana": _whole,
@@ -707,24 +820,37 @@ RULES: dict[str, Rule] = {
 
 @register_source("geometric")
 class GeometricSource(GroundingSource):
-    """Label-free grounding by per-category geometric partition rules (see module docstring)."""
+    """Label-free grounding by per-category geometric partition rules (see the module docstring).
+
+    One partition scores every part of a cloud at once; the last one is kept, keyed by the
+    category and a digest of the points, so asking for the handle and then the body of the
+    same cloud (what the planner does for a grasp region and a keep-clear region) costs one.
+    """
 
     def __init__(self, config: GeometricConfig | None = None) -> None:
         self.config = config or GeometricConfig()
+        self._last: tuple[tuple[str, bytes], Scores] | None = None
 
     def partition(self, cloud: ObjectCloud) -> Scores:
-        """Scores of every part of the cloud's category, by part name."""
+        """Scores of every part of the cloud's category, by part name (validated like ``ground``)."""
         info = category(cloud.category)
         rule = RULES.get(info.name)
         if rule is None:
             raise NotImplementedError(
                 f"no geometric partition rule for {info.name!r}; rules exist for: {', '.join(sorted(RULES))}"
             )
-        scores = rule(_Cloud(np.asarray(cloud.points, dtype=np.float64), info.name, self.config))
+        check_query(cloud, info.parts[0])
+        points = np.ascontiguousarray(cloud.points, dtype=np.float64)
+        key = (info.name, hashlib.blake2b(points.tobytes(), digest_size=16).digest())
+        if self._last is not None and self._last[0] == key:
+            return {name: s.copy() for name, s in self._last[1].items()}
+        scores = rule(_Cloud(points, info.name, self.config))
         missing = set(info.parts) - set(scores)
         if missing:
             raise RuntimeError(f"the {info.name} rule did not score parts {sorted(missing)}")
-        return scores
+        scores = {name: np.clip(scores[name], 0.0, 1.0) for name in info.parts}
+        self._last = (key, scores)
+        return {name: s.copy() for name, s in scores.items()}
 
     def _ground(self, cloud: ObjectCloud, part: str) -> np.ndarray:
         return self.partition(cloud)[part]
