@@ -9,6 +9,7 @@ Everything here is ROS-free; the ROS 2 graph wraps the same calls in nodes.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,6 +32,11 @@ class SpineConfig:
         plan_top_k: How many of the best-ranked eligible candidates Stage 2 plans for.
         combination: ``product`` or ``weighted_sum`` (AFFORD-X combination rule).
         gate: ``feasibility`` or ``none``.
+        plan_all: Baseline mode: skip the selection layer, plan every raw candidate and take
+            the shortest path (AffordSim's Stage 2 alone). For measuring what the gate saves.
+        execute: Run the skill; False stops once a grasp is chosen and planned.
+        terms: Feasibility and function parameters (the robot's workspace box among them);
+            None: the AFFORD-X defaults.
     """
 
     grounding: str = "oracle"
@@ -40,6 +46,9 @@ class SpineConfig:
     plan_top_k: int = 6
     combination: str = "product"
     gate: str = "feasibility"
+    plan_all: bool = False
+    execute: bool = True
+    terms: Any = None
 
     def __post_init__(self) -> None:
         if self.seed < 0:
@@ -66,6 +75,7 @@ class SpineResult:
     task_name: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
     candidate_set: str | None = None
+    sim_seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +91,7 @@ class SpineResult:
             "scene_task": self.task_name,
             "checks": self.details,
             "candidate_set": self.candidate_set,
+            "sim_seconds": round(self.sim_seconds, 3),
         }
 
     def summary(self) -> str:
@@ -261,9 +272,10 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
          + (f" -> {intent.destination}/{intent.destination_region}" if intent.destination else ""))
 
     # Perceive: build the scene, render the front camera, back-project object clouds.
-    with timer("perceive"):
+    with timer("scene"):  # the simulator's set-up; a real robot has its world already
         placed = sample_scene(task.scene(cfg.seed), seed=cfg.seed)
         world = BatchWorld(placed)
+    with timer("perceive"):
         obs = world.render()
         raw = world.observed_cloud(obs, intent.target, seed=cfg.seed)
         cloud = ObjectCloud(raw.points, raw.category, part_labels=raw.part_labels, part_names=raw.part_names,
@@ -323,10 +335,10 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
 
     # Feasibility, function and task terms, then the gate and the ranking (up to L3).
     with timer("select"):
-        terms_cfg = TermsConfig()
+        terms_cfg = cfg.terms or TermsConfig()
         if pull_axis is not None:
             # The executor meets a handle on a front frontally.
-            terms_cfg = TermsConfig(preferred_approach=tuple(-pull_axis))
+            terms_cfg = dataclasses.replace(terms_cfg, preferred_approach=tuple(-pull_axis))
         fill_terms(cands, region, obstacles, terms_cfg)
         constraints = compile_constraints(intent, parts,
                                           TaskContext(object_center=cloud.center, pull_axis=pull_axis))
@@ -334,7 +346,7 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         l3 = select(cands, SelectionConfig(combination=cfg.combination, gate=cfg.gate, level="L3"))
     result.eligible = int(sum(c.terms.get("eligible", 0) for c in cands))
     _say(progress, f"[select] {len(cands)} candidates, {result.eligible} pass the gate")
-    if l3.chosen is None:
+    if l3.chosen is None and not cfg.plan_all:
         result.abstained = l3.reason
         result.timings_ms = {**timer.ms, "total": 1000 * (time.perf_counter() - t_start)}
         return result
@@ -352,7 +364,10 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         q0 = world.arm_q()
         plans: dict[int, tuple[Any, Any]] = {}
         by_index = {c.index: c for c in cands}
-        ranked = [by_index[i] for i in l3.ranking if i in set(l3.eligible)][: cfg.plan_top_k]
+        if cfg.plan_all:
+            ranked = list(cands)
+        else:
+            ranked = [by_index[i] for i in l3.ranking if i in set(l3.eligible)][: cfg.plan_top_k]
         runner_cfg = SkillConfig()
         for c in ranked:
             pre = c.pose_matrix()
@@ -375,15 +390,27 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
                 c.terms["plan"] = c.terms["plan"] / best
             elif c.terms.get("eligible", 0) > 0:
                 c.terms["plan"] = 0.0
-        chosen = select([c for c in cands if "plan" in c.terms] or cands,
-                        SelectionConfig(combination=cfg.combination, gate=cfg.gate, level="L4"))
-    if chosen.chosen is None or chosen.chosen.index not in plans:
-        result.abstained = chosen.reason or "no candidate has a collision-free plan"
+        if cfg.plan_all:
+            # AffordSim's Stage 2 alone: the shortest collision-free path wins.
+            best_c = max(cands, key=lambda c: (c.terms.get("plan", 0.0), -c.index))
+            picked = best_c if best_c.terms.get("plan", 0.0) > 0 else None
+            reason = "" if picked else "no candidate has a collision-free plan"
+        else:
+            chosen = select([c for c in cands if "plan" in c.terms] or cands,
+                            SelectionConfig(combination=cfg.combination, gate=cfg.gate, level="L4"))
+            picked, reason = chosen.chosen, chosen.reason
+    if picked is None or picked.index not in plans:
+        result.abstained = reason or "no candidate has a collision-free plan"
         result.timings_ms = {**timer.ms, "total": 1000 * (time.perf_counter() - t_start)}
         return result
-    grasp = chosen.chosen
+    grasp = picked
     result.selected = grasp.as_dict()
     _say(progress, f"[plan] {len(plans)}/{len(ranked)} planned; chose #{grasp.index} (score {grasp.score:.3f})")
+
+    if not cfg.execute:
+        result.timings_ms = {**timer.ms, "total": 1000 * (time.perf_counter() - t_start)}
+        world.close()
+        return result
 
     # Execute the skill stage by stage and check each stage against the simulator's truth.
     frames: list[np.ndarray] | None = [] if cfg.video_path else None
@@ -463,6 +490,7 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             stages.append(("untilt", runner.untilt))
 
     task.begin(world)
+    sim_t0 = world.time
     ok_so_far = True
     with timer("execute"):
         executor._frame()
@@ -486,6 +514,7 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
     for name, _ in stages:
         result.stages.setdefault(name, False)
     result.success = ok_so_far and all(result.stages.values())
+    result.sim_seconds = world.time - sim_t0
     result.timings_ms = {**timer.ms, "total": 1000 * (time.perf_counter() - t_start)}
     if frames:
         import imageio.v2 as imageio
