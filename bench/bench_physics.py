@@ -17,6 +17,7 @@ import sys
 import time
 
 import numpy as np
+
 from afford_sim.scene import ObjectSpec, Relative, SceneSpec, Window, sample_scene
 from afford_sim.world import BatchWorld
 

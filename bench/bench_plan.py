@@ -17,11 +17,12 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.spatial.transform import Rotation
+
 from afford_planner.collision import CollisionWorld
 from afford_planner.ik import IKConfig, ik_solutions
 from afford_planner.motion import MotionPlanner, PlannerConfig
 from afford_planner.robot_model import FR3Model
-from scipy.spatial.transform import Rotation
 
 
 @dataclass

@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     for i in range(args.scenes):
         sentence = SENTENCES[i % len(SENTENCES)]
         r = run_sentence(sentence, SpineConfig(seed=i, grounding=args.grounding))
-        base = run_sentence(sentence, SpineConfig(seed=i, grounding=args.grounding, plan_all=True, execute=False))
+        base = run_sentence(
+            sentence, SpineConfig(seed=i, grounding=args.grounding, plan_all=True, execute=False)
+        )
         t = dict(r.timings_ms)
         t["to_grasp"] = sum(t.get(k, 0.0) for k in TO_GRASP)
         rows.append(t)
@@ -59,9 +61,11 @@ def main(argv: list[str] | None = None) -> int:
         planned_raw.append(base.candidates)
         if r.sim_seconds > 0 and t.get("execute", 0) > 0:
             rtf.append(r.sim_seconds / (t["execute"] / 1000))
-        print(f"scene {i:>2} {sentence!r:<40} success {r.success!s:<5} to-grasp {t['to_grasp']:7.0f} ms  "
-              f"plan {t.get('plan', 0):6.0f} ms vs all-candidates {base.timings_ms.get('plan', 0):6.0f} ms",
-              flush=True)
+        print(
+            f"scene {i:>2} {sentence!r:<40} success {r.success!s:<5} to-grasp {t['to_grasp']:7.0f} ms  "
+            f"plan {t.get('plan', 0):6.0f} ms vs all-candidates {base.timings_ms.get('plan', 0):6.0f} ms",
+            flush=True,
+        )
 
     keys = ["scene", *TO_GRASP, "to_grasp", "execute", "total"]
     print(f"\nCommand: python bench/bench_spine.py --scenes {args.scenes} --grounding {args.grounding}")
@@ -71,13 +75,17 @@ def main(argv: list[str] | None = None) -> int:
         vals = [row.get(k, 0.0) for row in rows]
         print(f"| {k} | {statistics.median(vals):.0f} | {_pct(vals, 0.9):.0f} |")
     ratio = statistics.median(raw_plan) / max(statistics.median(sel_plan), 1e-9)
-    print(f"\nStage 2 planning, selection layer (top {SpineConfig().plan_top_k} eligible) vs every raw "
-          f"candidate: median {statistics.median(sel_plan):.0f} ms vs {statistics.median(raw_plan):.0f} ms "
-          f"(x{ratio:.2f}); candidates planned per scene: median {statistics.median(planned_sel):.0f} vs "
-          f"{statistics.median(planned_raw):.0f}")
+    print(
+        f"\nStage 2 planning, selection layer (top {SpineConfig().plan_top_k} eligible) vs every raw "
+        f"candidate: median {statistics.median(sel_plan):.0f} ms vs {statistics.median(raw_plan):.0f} ms "
+        f"(x{ratio:.2f}); candidates planned per scene: median {statistics.median(planned_sel):.0f} vs "
+        f"{statistics.median(planned_raw):.0f}"
+    )
     if rtf:
-        print(f"Physics during execution: median {statistics.median(rtf):.1f}x real time "
-              f"(min {min(rtf):.1f}x) without rendering")
+        print(
+            f"Physics during execution: median {statistics.median(rtf):.1f}x real time "
+            f"(min {min(rtf):.1f}x) without rendering"
+        )
     return 0
 
 

@@ -49,13 +49,23 @@ def _episode(args: tuple[str, str, str, int]) -> dict[str, object]:
     t0 = time.perf_counter()
     try:
         r = run_sentence(sentence, SpineConfig(grounding=grounding, seed=seed))
-        out = {"success": r.success, "stages": r.stages, "abstained": r.abstained,
-               "failed_stage": next((k for k, v in r.stages.items() if not v), None),
-               "detail": r.details, "timings_ms": r.timings_ms}
+        out = {
+            "success": r.success,
+            "stages": r.stages,
+            "abstained": r.abstained,
+            "failed_stage": next((k for k, v in r.stages.items() if not v), None),
+            "detail": r.details,
+            "timings_ms": r.timings_ms,
+        }
     except Exception as err:  # noqa: BLE001 - a crash is a failed episode, recorded with its reason
         out = {"success": False, "error": f"{type(err).__name__}: {err}"}
-    out.update(skill=skill, sentence=sentence, grounding=grounding, seed=seed,
-               wall_s=round(time.perf_counter() - t0, 2))
+    out.update(
+        skill=skill,
+        sentence=sentence,
+        grounding=grounding,
+        seed=seed,
+        wall_s=round(time.perf_counter() - t0, 2),
+    )
     return out
 
 
@@ -71,19 +81,27 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown skills {sorted(unknown)}; known: {list(SKILLS)}")
 
-    jobs = [(s, SKILLS[s], g, seed) for s in args.skills for g in args.grounding for seed in range(args.seeds)]
+    jobs = [
+        (s, SKILLS[s], g, seed) for s in args.skills for g in args.grounding for seed in range(args.seeds)
+    ]
     results: list[dict[str, object]] = []
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for i, res in enumerate(pool.map(_episode, jobs), 1):
             results.append(res)
-            print(f"[{i}/{len(jobs)}] {res['skill']:<22} {res['grounding']:<10} seed {res['seed']:>2}: "
-                  f"{'ok' if res['success'] else 'FAIL'}  ({res['wall_s']} s)", flush=True)
+            print(
+                f"[{i}/{len(jobs)}] {res['skill']:<22} {res['grounding']:<10} seed {res['seed']:>2}: "
+                f"{'ok' if res['success'] else 'FAIL'}  ({res['wall_s']} s)",
+                flush=True,
+            )
 
-    lines = [f"Command: `python bench/skill_success.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
-             f"Episodes: {len(results)}, wall time {time.perf_counter() - t0:.0f} s.", "",
-             "| skill | sentence | " + " | ".join(f"{g} success (95% CI)" for g in args.grounding) + " |",
-             "|---|---|" + "---|" * len(args.grounding)]
+    lines = [
+        f"Command: `python bench/skill_success.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
+        f"Episodes: {len(results)}, wall time {time.perf_counter() - t0:.0f} s.",
+        "",
+        "| skill | sentence | " + " | ".join(f"{g} success (95% CI)" for g in args.grounding) + " |",
+        "|---|---|" + "---|" * len(args.grounding),
+    ]
     for s in args.skills:
         cells = []
         for g in args.grounding:
@@ -91,13 +109,14 @@ def main(argv: list[str] | None = None) -> int:
             k = sum(bool(r["success"]) for r in rs)
             lo, hi = wilson(k, len(rs))
             cells.append(f"{k}/{len(rs)} = {k / max(len(rs), 1):.2f} [{lo:.2f}, {hi:.2f}]")
-        lines.append(f"| {s} | \"{SKILLS[s]}\" | " + " | ".join(cells) + " |")
+        lines.append(f'| {s} | "{SKILLS[s]}" | ' + " | ".join(cells) + " |")
     lines += ["", "Where the failures happened (first failed stage, or abstention / error):", ""]
     for s in args.skills:
         for g in args.grounding:
             rs = [r for r in results if r["skill"] == s and r["grounding"] == g and not r["success"]]
-            where = Counter(str(r.get("failed_stage") or ("abstained" if r.get("abstained") else "error"))
-                            for r in rs)
+            where = Counter(
+                str(r.get("failed_stage") or ("abstained" if r.get("abstained") else "error")) for r in rs
+            )
             if where:
                 lines.append(f"- {s}, {g}: " + ", ".join(f"{k} {v}" for k, v in where.most_common()))
     report = "\n".join(lines)

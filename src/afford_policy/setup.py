@@ -7,7 +7,7 @@ PACKAGE = "afford_policy"
 setup(
     name=PACKAGE,
     version="0.1.0",
-    description="Visuomotor policies (ACT, Diffusion Policy, Pi 0.5) via LeRobot: datasets, training, serving.",
+    description="Visuomotor policies via LeRobot: datasets, training, serving.",
     packages=find_packages(exclude=["test", "test.*"]),
     include_package_data=True,
     data_files=[

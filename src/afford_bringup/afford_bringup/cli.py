@@ -47,12 +47,31 @@ def _cmd_objects(args: argparse.Namespace) -> int:
         cat = CATEGORIES[name]
         meta = assets.metadata(assets.make(name, 0))
         affs = "; ".join(f"{p}: {', '.join(a)}" for p, a in cat.affordances.items())
-        rows.append((name, ", ".join(cat.parts), "fixed" if cat.fixed else "free",
-                     "articulated" if cat.articulated else "", affs, meta))
+        rows.append(
+            (
+                name,
+                ", ".join(cat.parts),
+                "fixed" if cat.fixed else "free",
+                "articulated" if cat.articulated else "",
+                affs,
+                meta,
+            )
+        )
     if args.json:
-        print(json.dumps([{"category": r[0], "parts": r[1].split(", "), "base": r[2],
-                           "articulated": bool(r[3]), "affordances": CATEGORIES[r[0]].affordances}
-                          for r in rows]))
+        print(
+            json.dumps(
+                [
+                    {
+                        "category": r[0],
+                        "parts": r[1].split(", "),
+                        "base": r[2],
+                        "articulated": bool(r[3]),
+                        "affordances": CATEGORIES[r[0]].affordances,
+                    }
+                    for r in rows
+                ]
+            )
+        )
         return 0
     width = max(len(r[0]) for r in rows)
     for name, parts, base, art, affs, _ in rows:
@@ -83,8 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a task sentence through the spine in the batch world")
     run.add_argument("sentence", help='e.g. "hang the mug on the rack"')
     run.add_argument("--seed", type=int, default=0, help="scene and object seed (default 0)")
-    run.add_argument("--grounding", default="oracle", choices=_grounding_sources(),
-                     help="where the grasp region comes from (default: oracle)")
+    run.add_argument(
+        "--grounding",
+        default="oracle",
+        choices=_grounding_sources(),
+        help="where the grasp region comes from (default: oracle)",
+    )
     run.add_argument("--video", default=None, help="write an MP4 of the execution here")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of a report")
     run.set_defaults(func=_cmd_run)

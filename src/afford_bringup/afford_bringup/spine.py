@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from afford_planner.skills import SkillError
+
 Progress = Callable[[str], None] | None
 
 
@@ -109,9 +111,13 @@ class SpineResult:
             lines.append(f"selected: none (abstained: {self.abstained})")
         else:
             t = self.selected["terms"]
-            lines.append("selected: #{} score {:.3f}  ({})".format(
-                self.selected["index"], self.selected["score"],
-                ", ".join(f"{k} {v:.2f}" for k, v in t.items())))
+            lines.append(
+                "selected: #{} score {:.3f}  ({})".format(
+                    self.selected["index"],
+                    self.selected["score"],
+                    ", ".join(f"{k} {v:.2f}" for k, v in t.items()),
+                )
+            )
         for name, ok in self.stages.items():
             lines.append(f"  stage {name:<10} {'ok' if ok else 'FAILED'}")
         lines.append("timings (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in self.timings_ms.items()))
@@ -145,8 +151,9 @@ class WorldExecutor:
     When ``frames`` is a list, a camera frame is appended every ``1 / fps`` simulated seconds.
     """
 
-    def __init__(self, world: Any, frames: list[np.ndarray] | None = None, fps: int = 20,
-                 camera: str | None = None) -> None:
+    def __init__(
+        self, world: Any, frames: list[np.ndarray] | None = None, fps: int = 20, camera: str | None = None
+    ) -> None:
         self.world = world
         self.frames = frames
         self.period = 1.0 / fps
@@ -162,11 +169,23 @@ class WorldExecutor:
         return self.world.arm_q()
 
     def follow(self, times: np.ndarray, qs: np.ndarray) -> None:
+        on_step = self._frame if self.frames is not None else None
+        # A contact (a hook, a drawer's friction) can leave the arm off the plan's start; join
+        # it back gently instead of asking the servos for a jump.
+        gap = float(np.max(np.abs(self.world.arm_q() - qs[0])))
+        if gap > 0.01:
+            self.world.move_arm(qs[:1], [max(0.05, gap / 0.5)], interpolation="pchip", settle=0.1, on_step=on_step)
+            off = np.abs(self.world.arm_q() - qs[0])
+            if off.max() > 0.03:
+                # The arm is held back (a load beyond a joint's torque, a collision): stop, as
+                # the real controller would, rather than command a jump.
+                raise SkillError(f"the arm cannot follow: joint {int(off.argmax()) + 1} stays "
+                                 f"{off.max():.2f} rad from its setpoint")
         keep = times > 1e-9  # move_arm starts from the measured state at t = 0
         times, qs = times[keep], qs[keep]
         if len(times) == 0:
             return
-        self.world.move_arm(qs, times, settle=0.0, on_step=self._frame if self.frames is not None else None)
+        self.world.move_arm(qs, times, settle=0.0, on_step=on_step)
         self.wait(0.15)
 
     def open_gripper(self) -> None:
@@ -249,8 +268,7 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
     from afford_planner.collision import HAND_LINKS, CollisionWorld
     from afford_planner.motion import MotionPlanner
     from afford_planner.robot_model import FR3Model
-    from afford_planner.selection import SelectionConfig, select
-    from afford_planner.selection import candidate_set_hash
+    from afford_planner.selection import SelectionConfig, candidate_set_hash, select
     from afford_planner.skills import HeldObject, SkillConfig, SkillRunner, stage_iter
     from afford_planner.task_constraints import TaskContext, compile_constraints, fill_task_terms
     from afford_planner.terms import TermsConfig, fill_terms
@@ -268,8 +286,11 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
     result.intent = intent.as_dict()
     task = task_for(intent)
     result.task_name = task.name
-    _say(progress, f"[parse] {intent.target}: grasp {intent.grasp_region}, then {intent.next_action.value}"
-         + (f" -> {intent.destination}/{intent.destination_region}" if intent.destination else ""))
+    _say(
+        progress,
+        f"[parse] {intent.target}: grasp {intent.grasp_region}, then {intent.next_action.value}"
+        + (f" -> {intent.destination}/{intent.destination_region}" if intent.destination else ""),
+    )
 
     # Perceive: build the scene, render the front camera, back-project object clouds.
     with timer("scene"):  # the simulator's set-up; a real robot has its world already
@@ -278,13 +299,23 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
     with timer("perceive"):
         obs = world.render()
         raw = world.observed_cloud(obs, intent.target, seed=cfg.seed)
-        cloud = ObjectCloud(raw.points, raw.category, part_labels=raw.part_labels, part_names=raw.part_names,
-                            object_center=_perceived_center(raw.points))
+        cloud = ObjectCloud(
+            raw.points,
+            raw.category,
+            part_labels=raw.part_labels,
+            part_names=raw.part_names,
+            object_center=_perceived_center(raw.points),
+        )
         dest_cloud = None
         if intent.destination:
             rd = world.observed_cloud(obs, intent.destination, seed=cfg.seed + 1)
-            dest_cloud = ObjectCloud(rd.points, rd.category, part_labels=rd.part_labels,
-                                     part_names=rd.part_names, object_center=_perceived_center(rd.points))
+            dest_cloud = ObjectCloud(
+                rd.points,
+                rd.category,
+                part_labels=rd.part_labels,
+                part_names=rd.part_names,
+                object_center=_perceived_center(rd.points),
+            )
         # Obstacles for the clearance term: everything seen but the target and the support.
         obstacles = _voxel_down(world.scene_cloud(obs, exclude=[intent.target, "table", "floor"]), 0.005)
     _say(progress, f"[perceive] {len(cloud)} target points, {len(obstacles)} obstacle points")
@@ -302,9 +333,14 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             dest_region = dest_cloud.points[source.ground(dest_cloud, intent.destination_region) >= 0.5]
             others = [p for p in dest_cloud.part_names if p != intent.destination_region]
             if others:
-                dest_support = np.vstack([dest_cloud.points[source.ground(dest_cloud, p) >= 0.5] for p in others])
-    _say(progress, f"[ground] {cfg.grounding}: {len(region)} {intent.grasp_region} points"
-         + "".join(f", {len(v)} {k}" for k, v in parts.items() if k != intent.grasp_region))
+                dest_support = np.vstack(
+                    [dest_cloud.points[source.ground(dest_cloud, p) >= 0.5] for p in others]
+                )
+    _say(
+        progress,
+        f"[ground] {cfg.grounding}: {len(region)} {intent.grasp_region} points"
+        + "".join(f", {len(v)} {k}" for k, v in parts.items() if k != intent.grasp_region),
+    )
     if len(region) < 5:
         result.abstained = f"grounding found no {intent.target} {intent.grasp_region} in the view"
         result.timings_ms = {**timer.ms, "total": 1000 * (time.perf_counter() - t_start)}
@@ -323,15 +359,21 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             enclosing = sample_enclosing_grasps(region, EnclosingGraspConfig())
         # One mean-shift mode per part: a 14 cm drawer pull must not split into its standoffs.
         extent = float(np.max(np.ptp(region, axis=0)))
-        stage1 = Stage1Config(include_topdown=not enclosing, num_topdown_yaws=1, include_normal=True,
-                              center_on_part=True, bandwidth=float(np.clip(0.3 * extent, 0.02, 0.06)))
+        stage1 = Stage1Config(
+            include_topdown=not enclosing,
+            num_topdown_yaws=1,
+            include_normal=True,
+            center_on_part=True,
+            bandwidth=float(np.clip(0.3 * extent, 0.02, 0.06)),
+        )
         groups = [sample_affordance_grasps(region, cloud, stage1, normal=pull_axis), enclosing]
         if len(cloud.part_names) == 1:
             groups.append(sample_axis_grasps(cloud, AxisGraspConfig()))
         cands = index_candidates(*groups)
     result.candidates = len(cands)
-    result.candidate_set = candidate_set_hash(cands, {"task": sentence, "seed": cfg.seed,
-                                                      "grounding": cfg.grounding})
+    result.candidate_set = candidate_set_hash(
+        cands, {"task": sentence, "seed": cfg.seed, "grounding": cfg.grounding}
+    )
 
     # Feasibility, function and task terms, then the gate and the ranking (up to L3).
     with timer("select"):
@@ -340,8 +382,9 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             # The executor meets a handle on a front frontally.
             terms_cfg = dataclasses.replace(terms_cfg, preferred_approach=tuple(-pull_axis))
         fill_terms(cands, region, obstacles, terms_cfg)
-        constraints = compile_constraints(intent, parts,
-                                          TaskContext(object_center=cloud.center, pull_axis=pull_axis))
+        constraints = compile_constraints(
+            intent, parts, TaskContext(object_center=cloud.center, pull_axis=pull_axis)
+        )
         fill_task_terms(cands, constraints)
         l3 = select(cands, SelectionConfig(combination=cfg.combination, gate=cfg.gate, level="L3"))
     result.eligible = int(sum(c.terms.get("eligible", 0) for c in cands))
@@ -396,8 +439,10 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             picked = best_c if best_c.terms.get("plan", 0.0) > 0 else None
             reason = "" if picked else "no candidate has a collision-free plan"
         else:
-            chosen = select([c for c in cands if "plan" in c.terms] or cands,
-                            SelectionConfig(combination=cfg.combination, gate=cfg.gate, level="L4"))
+            chosen = select(
+                [c for c in cands if "plan" in c.terms] or cands,
+                SelectionConfig(combination=cfg.combination, gate=cfg.gate, level="L4"),
+            )
             picked, reason = chosen.chosen, chosen.reason
     if picked is None or picked.index not in plans:
         result.abstained = reason or "no candidate has a collision-free plan"
@@ -405,7 +450,9 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         return result
     grasp = picked
     result.selected = grasp.as_dict()
-    _say(progress, f"[plan] {len(plans)}/{len(ranked)} planned; chose #{grasp.index} (score {grasp.score:.3f})")
+    _say(
+        progress, f"[plan] {len(plans)}/{len(ranked)} planned; chose #{grasp.index} (score {grasp.score:.3f})"
+    )
 
     if not cfg.execute:
         result.timings_ms = {**timer.ms, "total": 1000 * (time.perf_counter() - t_start)}
@@ -432,8 +479,9 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         if not category(intent.target).fixed:
             # The object now moves with the hand: its old cloud is no longer an obstacle.
             cworld.remove("target")
-        held["obj"] = HeldObject.from_world(grasp.pose_matrix(), cloud.points,
-                                            {k: v for k, v in parts.items() if len(v)})
+        held["obj"] = HeldObject.from_world(
+            grasp.pose_matrix(), cloud.points, {k: v for k, v in parts.items() if len(v)}
+        )
 
     def look_again() -> None:
         # Objects shift in the fingers while they close; look at the held object once lifted so
@@ -443,8 +491,13 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             seen = world.observed_cloud(view, intent.target, seed=cfg.seed + 2)
         except ValueError:
             return  # hidden by the hand: keep the grasp-time estimate
-        now = ObjectCloud(seen.points, seen.category, part_labels=seen.part_labels,
-                          part_names=seen.part_names, object_center=_perceived_center(seen.points))
+        now = ObjectCloud(
+            seen.points,
+            seen.category,
+            part_labels=seen.part_labels,
+            part_names=seen.part_names,
+            object_center=_perceived_center(seen.points),
+        )
         if len(now) < 50:
             return
         seen_parts = {k: now.points[source.ground(now, k) >= 0.5] for k in parts}
@@ -463,8 +516,9 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
     action = intent.next_action
     if action in (NextAction.OPEN, NextAction.PULL):
         assert pull_axis is not None
-        stages.append(("pull", lambda: runner.pull(-pull_axis if np.dot(pull_axis, grasp.approach) > 0
-                                                   else pull_axis)))
+        stages.append(
+            ("pull", lambda: runner.pull(-pull_axis if np.dot(pull_axis, grasp.approach) > 0 else pull_axis))
+        )
     else:
         stages.append(("lift", lift_and_look))
         if action in (NextAction.PLACE, NextAction.STACK):
@@ -506,8 +560,11 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
             result.stages[report.name] = passed
             if check is not None:
                 result.details[report.name] = check.detail
-            _say(progress, f"[execute] {report.name}: {'ok' if passed else 'FAILED'}"
-                 + (f" ({check.detail})" if check is not None else ""))
+            _say(
+                progress,
+                f"[execute] {report.name}: {'ok' if passed else 'FAILED'}"
+                + (f" ({check.detail})" if check is not None else ""),
+            )
             if not passed:
                 ok_so_far = False
                 break

@@ -16,8 +16,13 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "MUJOCO_GL": os.environ.get("MUJOCO_
 
 
 def _afford(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "afford_bringup.cli", *args], capture_output=True, text=True,
-                          env=ENV, timeout=240)
+    return subprocess.run(
+        [sys.executable, "-m", "afford_bringup.cli", *args],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=240,
+    )
 
 
 def test_objects_lists_every_category_with_its_parts(capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,10 +72,20 @@ def test_run_json_has_the_documented_schema() -> None:
     proc = _afford("run", "pick up the scoop", "--seed", "0", "--json")
     assert proc.returncode in (0, 3), proc.stderr
     out = json.loads(proc.stdout)
-    assert {"task", "intent", "candidates", "eligible", "selected", "stages", "success", "timings_ms"} <= set(out)
+    assert {"task", "intent", "candidates", "eligible", "selected", "stages", "success", "timings_ms"} <= set(
+        out
+    )
     assert set(out["intent"]) >= {"target", "grasp_region", "keep_clear", "next_action", "destination"}
-    assert set(out["timings_ms"]) >= {"parse", "perceive", "ground", "sample", "select", "plan", "execute",
-                                      "total"}
+    assert set(out["timings_ms"]) >= {
+        "parse",
+        "perceive",
+        "ground",
+        "sample",
+        "select",
+        "plan",
+        "execute",
+        "total",
+    }
     assert out["intent"]["target"] == "scoop" and out["intent"]["grasp_region"] == "handle"
     assert out["candidates"] >= out["eligible"] >= 1
     assert (proc.returncode == 0) == out["success"]

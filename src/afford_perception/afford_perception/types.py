@@ -7,12 +7,12 @@ unless a field says otherwise.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
 
-class NextAction(str, Enum):
+class NextAction(StrEnum):
     """What happens after the grasp; compiles into task constraints on the grasp."""
 
     PICK = "pick"  # lift only

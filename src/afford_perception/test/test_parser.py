@@ -10,9 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-import afford_perception.text_embedding as text_embedding
 import numpy as np
 import pytest
+
+import afford_perception.text_embedding as text_embedding
 from afford_perception.parser import ParseErrorKind, ParserConfig, TaskParseError, parse
 from afford_perception.types import Intent, NextAction
 

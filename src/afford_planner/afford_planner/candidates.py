@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from afford_perception.ontology import CATEGORIES
-from afford_perception.types import ObjectCloud
 from scipy.spatial import cKDTree
 
+from afford_perception.ontology import CATEGORIES
+from afford_perception.types import ObjectCloud
 from afford_planner.types import GraspCandidate
 
 # TCP orientation at the Franka home pose: gripper x along world x, y along -y, z down.
@@ -457,7 +457,9 @@ def sample_affordance_grasps(
     region_tree = cKDTree(region)
     p = contact_point(region, config)
     if normal is None:
-        n = surface_normal(cKDTree(cloud.points), p, config.num_neighbors, np.asarray(cloud.center, dtype=float))
+        n = surface_normal(
+            cKDTree(cloud.points), p, config.num_neighbors, np.asarray(cloud.center, dtype=float)
+        )
     else:
         n = _unit(np.asarray(normal, dtype=float))
     local = _local_points(region, region_tree, p, config.local_radius, config.num_neighbors)
@@ -682,7 +684,12 @@ def sample_enclosing_grasps(region_points: np.ndarray, config: EnclosingGraspCon
     for j in range(config.num_yaws):
         t = np.pi * j / config.num_yaws
         y = np.array([np.cos(t), np.sin(t), 0.0])
-        out.append(GraspCandidate(position=tcp, rotation=_orient_like_home(y, _DOWN),
-                                  width=min(config.max_width, 2 * radius + config.width_margin),
-                                  source="affordance"))
+        out.append(
+            GraspCandidate(
+                position=tcp,
+                rotation=_orient_like_home(y, _DOWN),
+                width=min(config.max_width, 2 * radius + config.width_margin),
+                source="affordance",
+            )
+        )
     return out

@@ -324,7 +324,9 @@ class SkillRunner:
         """Turn the container back upright along the tilt's own joint path after :meth:`pour`."""
         self._follow_path(getattr(self, "_untilt", np.empty((0, 7))))
 
-    def hang(self, held: HeldObject, ring_part: str, hook_points: np.ndarray, support_points: np.ndarray) -> None:
+    def hang(
+        self, held: HeldObject, ring_part: str, hook_points: np.ndarray, support_points: np.ndarray
+    ) -> None:
         """Thread the held object's ring (a mug handle) onto a hook, lower it and let go.
 
         ``hook_points`` are one hook's points; ``support_points`` the pole/base it sticks out of,
@@ -366,7 +368,9 @@ class SkillRunner:
             radial = (ring_t[:, :2] - axis_t) @ u_t
             body_r = float(np.percentile((body_t[:, :2] - axis_t) @ u_t, 95))
             # Hole centre: between the body's wall and the ring's far side, at ring height.
-            hole_c = np.array([*(axis_t + u_t * 0.5 * (body_r + radial.max())), float(np.median(ring_t[:, 2]))])
+            hole_c = np.array(
+                [*(axis_t + u_t * 0.5 * (body_r + radial.max())), float(np.median(ring_t[:, 2]))]
+            )
             # Slide on high: the hole's centre level with the top of the hook (its end lip), so
             # the ring's upper edge clears the lip and the rod passes through the lower half.
             rise = np.array([0.0, 0.0, hook_points[:, 2].max() - self.config.hang_clear - tip[2]])
@@ -375,10 +379,16 @@ class SkillRunner:
             if not carry.success:
                 reasons.append(f"carry: {carry.reason}")
                 continue
-            for depth in (self.config.hang_depth, self.config.hang_depth - 0.01, self.config.hang_depth - 0.02):
+            for depth in (
+                self.config.hang_depth,
+                self.config.hang_depth - 0.01,
+                self.config.hang_depth - 0.02,
+            ):
                 on_hook = tip - h * depth
                 threaded = _translated(turned, on_hook + rise - hole_c)
-                lowered = _translated(turned, on_hook + rise - hole_c - np.array([0, 0, self.config.hang_drop]))
+                lowered = _translated(
+                    turned, on_hook + rise - hole_c - np.array([0, 0, self.config.hang_drop])
+                )
                 thread = self.planner.cartesian_path(np.asarray(carry.waypoints)[-1], threaded)
                 if not thread.success:
                     reasons.append(f"thread: {thread.reason}")

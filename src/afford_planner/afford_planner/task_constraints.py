@@ -34,10 +34,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from afford_perception.ontology import CATEGORIES
-from afford_perception.types import Intent, NextAction
 from scipy.spatial import ConvexHull, QhullError, cKDTree
 
+from afford_perception.ontology import CATEGORIES
+from afford_perception.types import Intent, NextAction
 from afford_planner.terms import GripperGeometry, gripper_distance, points_to_segments_distance
 from afford_planner.types import GraspCandidate
 

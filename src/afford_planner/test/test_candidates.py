@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from afford_perception.types import ObjectCloud
 from afford_planner.candidates import (
     AxisGraspConfig,
@@ -311,8 +312,12 @@ def test_fingers_are_centred_on_a_bar_seen_from_above() -> None:
     front = np.column_stack([np.zeros(n), rng.uniform(-0.07, 0.07, n), rng.uniform(0, 0.014, n)])
     region = np.vstack([top, front])
     cloud = ObjectCloud(points=region, category="cabinet", object_center=np.array([0.3, 0.0, 0.007]))
-    cands = sample_affordance_grasps(region, cloud, Stage1Config(include_normal=True, bandwidth=0.05, center_on_part=True),
-                                     normal=np.array([-1.0, 0.0, 0.0]))
+    cands = sample_affordance_grasps(
+        region,
+        cloud,
+        Stage1Config(include_normal=True, bandwidth=0.05, center_on_part=True),
+        normal=np.array([-1.0, 0.0, 0.0]),
+    )
     frontal = cands[-1]
     assert np.allclose(frontal.approach, [1.0, 0.0, 0.0])
     assert abs(frontal.closing_axis[2]) > 0.99  # closes across the bar's height

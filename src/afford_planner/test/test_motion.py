@@ -10,6 +10,7 @@ import math
 import mujoco
 import numpy as np
 import pytest
+
 from afford_planner.collision import NEVER_COLLIDING, CollisionConfig, CollisionWorld
 from afford_planner.ik import IKConfig, solve_ik
 from afford_planner.motion import MotionPlanner, PlannerConfig, path_length

@@ -6,6 +6,7 @@ import copy
 
 import numpy as np
 import pytest
+
 from afford_perception.types import Intent, NextAction, ObjectCloud
 from afford_planner.candidates import Stage1Config, index_candidates, sample_affordance_grasps
 from afford_planner.selection import (
@@ -254,8 +255,12 @@ def test_place_and_pour_compile_their_faces_and_parts() -> None:
     ]
     assert names == []
     names = [
-        c.name for c in compile_constraints(
-            Intent("mug", "body", NextAction.POUR, keep_clear=("rim",), use_region="rim"), parts, TaskContext())
+        c.name
+        for c in compile_constraints(
+            Intent("mug", "body", NextAction.POUR, keep_clear=("rim",), use_region="rim"),
+            parts,
+            TaskContext(),
+        )
     ]
     assert names == []
 

@@ -25,8 +25,8 @@ from typing import Literal
 
 import coal
 import numpy as np
-from afford_perception.ontology import category as ontology_category
 
+from afford_perception.ontology import category as ontology_category
 from afford_sim.assets import make
 from afford_sim.assets.base import Asset
 

@@ -99,8 +99,11 @@ class Task:
         return Check(bool(moved < 0.01), f"target moved {moved * 100:.1f} cm during the approach")
 
     def check_grasp(self, world: BatchWorld) -> Check:
-        ok = (world.in_contact(FINGERS[0], self.target_name) and world.in_contact(FINGERS[1], self.target_name)
-              and world.gripper_width() > 0.004)
+        ok = (
+            world.in_contact(FINGERS[0], self.target_name)
+            and world.in_contact(FINGERS[1], self.target_name)
+            and world.gripper_width() > 0.004
+        )
         return Check(ok, f"fingers on {self.target_name}: {ok}, width {world.gripper_width() * 100:.1f} cm")
 
     def check_lift(self, world: BatchWorld) -> Check:
@@ -117,8 +120,9 @@ class Task:
 # The perception camera stands across the table facing the robot; the video camera watches
 # the workspace from the robot's right, closer in, for people to look at.
 PERCEPTION_CAMERA = CameraSpec(name="front")
-VIDEO_CAMERA = CameraSpec(name="video", width=640, height=480, fovy=50.0, position=(0.35, -0.85, 0.6),
-                          target=(0.5, 0.0, 0.15))
+VIDEO_CAMERA = CameraSpec(
+    name="video", width=640, height=480, fovy=50.0, position=(0.35, -0.85, 0.6), target=(0.5, 0.0, 0.15)
+)
 # Furniture fronts face the robot, so their handles are seen from the robot's side.
 SHOULDER_CAMERA = CameraSpec(name="front", position=(0.05, -0.45, 0.75), target=(0.6, 0.0, 0.15))
 
@@ -159,8 +163,11 @@ class PickTask(Task):
         # Tools lie with the handle towards the robot's right so the arm meets it first.
         if self.target_name in ("hammer", "pan", "scoop"):
             yaw = (math.pi / 2 - math.pi / 6, math.pi / 2 + math.pi / 6)
-        return _scene(ObjectSpec(self.target_name, self.target_name, s,
-                                 Window(center=(0.5, 0.0), size=(0.16, 0.16), yaw=yaw)))
+        return _scene(
+            ObjectSpec(
+                self.target_name, self.target_name, s, Window(center=(0.5, 0.0), size=(0.16, 0.16), yaw=yaw)
+            )
+        )
 
 
 @register
@@ -187,8 +194,12 @@ class PlaceTask(Task):
         assert dest is not None
         return _scene(
             ObjectSpec(self.target_name, self.target_name, s1, _FRONT),
-            ObjectSpec(dest, dest, s2, Relative("left_of", self.target_name, distance=0.08, jitter=0.02,
-                                                yaw=(-math.pi, math.pi))),
+            ObjectSpec(
+                dest,
+                dest,
+                s2,
+                Relative("left_of", self.target_name, distance=0.08, jitter=0.02, yaw=(-math.pi, math.pi)),
+            ),
         )
 
     def check_place(self, world: BatchWorld) -> Check:
@@ -200,11 +211,16 @@ class PlaceTask(Task):
         radius = 0.5 * float(np.min(verts[:, :2].max(0) - verts[:, :2].min(0)))
         obj = world.object_center(self.target_name)
         off = float(np.linalg.norm(obj[:2] - centre))
-        held = world.in_contact(FINGERS[0], self.target_name) or world.in_contact(FINGERS[1], self.target_name)
+        held = world.in_contact(FINGERS[0], self.target_name) or world.in_contact(
+            FINGERS[1], self.target_name
+        )
         on_table = world.in_contact("table", self.target_name)
         ok = off < 0.7 * radius and not held and not on_table
-        return Check(ok, f"{off * 100:.1f} cm from the {dest}'s centre (radius {radius * 100:.1f} cm), "
-                         f"still touching the fingers: {held}, on the table: {on_table}")
+        return Check(
+            ok,
+            f"{off * 100:.1f} cm from the {dest}'s centre (radius {radius * 100:.1f} cm), "
+            f"still touching the fingers: {held}, on the table: {on_table}",
+        )
 
 
 @register
@@ -229,10 +245,22 @@ class HangTask(Task):
     def scene(self, seed: int) -> SceneSpec:
         s1, s2 = _seeds(seed, 2)
         return _scene(
-            ObjectSpec("mug", "mug", s1, Window(center=(0.45, -0.15), size=(0.12, 0.12),
-                                                yaw=(-math.pi / 2 - math.pi / 6, -math.pi / 2 + math.pi / 6))),
-            ObjectSpec("rack", "rack", s2, Window(center=(0.5, 0.2), size=(0.06, 0.06), yaw=(-math.pi / 2,
-                                                                                            -math.pi / 2))),
+            ObjectSpec(
+                "mug",
+                "mug",
+                s1,
+                Window(
+                    center=(0.45, -0.15),
+                    size=(0.12, 0.12),
+                    yaw=(-math.pi / 2 - math.pi / 6, -math.pi / 2 + math.pi / 6),
+                ),
+            ),
+            ObjectSpec(
+                "rack",
+                "rack",
+                s2,
+                Window(center=(0.5, 0.2), size=(0.06, 0.06), yaw=(-math.pi / 2, -math.pi / 2)),
+            ),
         )
 
     def check_hang(self, world: BatchWorld) -> Check:
@@ -242,8 +270,9 @@ class HangTask(Task):
         on_table = world.in_contact("table", "mug")
         held = world.in_contact(FINGERS[0], "mug") or world.in_contact(FINGERS[1], "mug")
         ok = on_rack and not on_table and not held and low > 0.05
-        return Check(ok, f"mug lowest point {low * 100:.1f} cm, on rack: {on_rack}, on table: {on_table}, "
-                         f"held: {held}")
+        return Check(
+            ok, f"mug lowest point {low * 100:.1f} cm, on rack: {on_rack}, on table: {on_table}, held: {held}"
+        )
 
 
 @register
@@ -276,18 +305,27 @@ class PourTask(Task):
         pose = world.object_pose(self.target_name)
         tilt = math.degrees(math.acos(float(np.clip(pose[2, 2], -1, 1))))
         part = self.intent.use_region or "rim"
-        pts = np.vstack([s.world_vertices() for s in world.collision_shapes()
-                         if s.object == self.target_name and s.part == part])
+        pts = np.vstack(
+            [
+                s.world_vertices()
+                for s in world.collision_shapes()
+                if s.object == self.target_name and s.part == part
+            ]
+        )
         lip = pts[np.argmin(pts[:, 2])]
-        rim = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == "bowl" and
-                         s.part == "rim"])
+        rim = np.vstack(
+            [s.world_vertices() for s in world.collision_shapes() if s.object == "bowl" and s.part == "rim"]
+        )
         c = 0.5 * (rim[:, :2].min(0) + rim[:, :2].max(0))
         r = 0.5 * float(np.min(rim[:, :2].max(0) - rim[:, :2].min(0)))
         off = float(np.linalg.norm(lip[:2] - c))
         held = _held(world, self.target_name)
         ok = held and tilt >= 45 and off < 0.8 * r and lip[2] > rim[:, 2].max()
-        return Check(ok, f"tilt {tilt:.0f} deg, {part} {off * 100:.1f} cm from the bowl's centre (rim radius "
-                         f"{r * 100:.1f} cm), {(lip[2] - rim[:, 2].max()) * 100:.1f} cm above the rim, held: {held}")
+        return Check(
+            ok,
+            f"tilt {tilt:.0f} deg, {part} {off * 100:.1f} cm from the bowl's centre (rim radius "
+            f"{r * 100:.1f} cm), {(lip[2] - rim[:, 2].max()) * 100:.1f} cm above the rim, held: {held}",
+        )
 
 
 @register
@@ -308,8 +346,14 @@ class OpenDrawerTask(Task):
     def scene(self, seed: int) -> SceneSpec:
         (s,) = _seeds(seed, 1)
         return _scene(
-            ObjectSpec("cabinet", "cabinet", s, Window(center=(0.8, 0.0), size=(0.08, 0.1),
-                                                       yaw=(math.pi - math.pi / 18, math.pi + math.pi / 18))),
+            ObjectSpec(
+                "cabinet",
+                "cabinet",
+                s,
+                Window(
+                    center=(0.8, 0.0), size=(0.08, 0.1), yaw=(math.pi - math.pi / 18, math.pi + math.pi / 18)
+                ),
+            ),
             camera=SHOULDER_CAMERA,
         )
 
@@ -319,7 +363,8 @@ class OpenDrawerTask(Task):
 
     def check_grasp(self, world: BatchWorld) -> Check:
         ok = world.in_contact(FINGERS[0], "cabinet/drawer_handle") and world.in_contact(
-            FINGERS[1], "cabinet/drawer_handle")
+            FINGERS[1], "cabinet/drawer_handle"
+        )
         return Check(ok, f"both fingers on the drawer handle: {ok}")
 
     def check_pull(self, world: BatchWorld) -> Check:
@@ -330,13 +375,20 @@ class OpenDrawerTask(Task):
 def task_for(intent: Intent) -> Task:
     """The task that runs ``intent``; a clear error when no skill covers it yet."""
     for cls in TASKS.values():
-        if intent.next_action in cls.actions and intent.target in cls.targets and (
-                intent.destination in cls.destinations):
+        if (
+            intent.next_action in cls.actions
+            and intent.target in cls.targets
+            and (intent.destination in cls.destinations)
+        ):
             return cls(intent)
-    supported = "; ".join(f"{c.name}: {', '.join(a.value for a in c.actions)} the "
-                          f"{'/'.join(c.targets)}" + (f" -> {'/'.join(d for d in c.destinations if d)}"
-                                                      if any(c.destinations) else "")
-                          for c in TASKS.values())
-    raise ValueError(f"no skill yet for {intent.next_action.value} {intent.target}"
-                     + (f" -> {intent.destination}" if intent.destination else "")
-                     + f" (supported: {supported})")
+    supported = "; ".join(
+        f"{c.name}: {', '.join(a.value for a in c.actions)} the "
+        f"{'/'.join(c.targets)}"
+        + (f" -> {'/'.join(d for d in c.destinations if d)}" if any(c.destinations) else "")
+        for c in TASKS.values()
+    )
+    raise ValueError(
+        f"no skill yet for {intent.next_action.value} {intent.target}"
+        + (f" -> {intent.destination}" if intent.destination else "")
+        + f" (supported: {supported})"
+    )

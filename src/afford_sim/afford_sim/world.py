@@ -23,9 +23,9 @@ from typing import Literal
 import mujoco
 import numpy as np
 import numpy.typing as npt
+
 from afford_perception.ontology import category as ontology_category
 from afford_perception.types import ObjectCloud
-
 from afford_sim.camera import CameraRenderer, Observation, camera_pose, pixels_to_world
 from afford_sim.mjcf import (
     ARM_JOINTS,

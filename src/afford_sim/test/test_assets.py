@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import trimesh
+from scipy.spatial import ConvexHull, Delaunay
+
 from afford_perception.ontology import CATEGORIES
 from afford_sim.assets import (
     GENERATORS,
@@ -23,7 +25,6 @@ from afford_sim.assets import (
 )
 from afford_sim.assets.cookware import KettleParams, kettle_profile
 from afford_sim.assets.params import Params, count, span
-from scipy.spatial import ConvexHull, Delaunay
 
 ALL = sorted(CATEGORIES)
 FREE = [c for c in ALL if not CATEGORIES[c].fixed]

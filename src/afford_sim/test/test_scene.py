@@ -12,6 +12,7 @@ from functools import cache
 import numpy as np
 import pytest
 import trimesh
+
 from afford_sim.assets import Asset, JointSpec, Link, Piece, make
 from afford_sim.scene import (
     CameraSpec,

@@ -13,6 +13,8 @@ import numpy as np
 import open3d as o3d
 import pytest
 import trimesh
+from scipy.optimize import minimize
+
 from afford_sim.mjcf import TCP_OFFSET, to_xml
 from afford_sim.scene import (
     CameraSpec,
@@ -23,7 +25,6 @@ from afford_sim.scene import (
     sample_scene,
 )
 from afford_sim.world import FINGERS, BatchWorld
-from scipy.optimize import minimize
 
 FRONT = CameraSpec()
 # A calibrated camera at the same place with a longer lens and an off-centre principal point.

@@ -6,20 +6,26 @@ written for what one camera sees: half an object, depth noise, holes. They assum
 a table top: objects stand upright (world z is their up axis), and fixed furniture shows its
 front to the robot. Nothing assumes the table height, the object's position or its yaw.
 
-Shared steps:
+Shared steps (objects of revolution: mug, cup, bowl, kettle, pot, pan, rack):
 
-- *Normals* are estimated from the points (PCA of the k nearest neighbours), never taken from
-  the cloud, so a simulated view is not graded with normals a real camera does not give.
-- *Body axis* of an upright object of revolution: the horizontal part of every wall normal points
-  at the vertical axis, so the axis is the least-squares intersection of those 2-D lines,
-  re-weighted (Cauchy) to ignore handles and spouts. This works on the visible half of a body
-  and on tapered bodies (cups, bowls), where a circle fit of a partial arc does not.
-- *Body profile*: the body radius per height band is the median radial distance of the wall
-  points (horizontal normals) in that band; a handle covers less than half of any band.
-- *Protrusions*: points whose radial distance exceeds the body profile by ``protrusion_high`` seed
-  a region that grows through neighbours above ``protrusion_low`` (hysteresis, so the handle's
-  root near the wall is kept while wall noise is not); connected groups smaller than
-  ``min_cluster_points`` are noise.
+- *Normals* are estimated from the points (open3d, k nearest neighbours), never taken from the
+  cloud, so a simulated view is not graded with normals a real camera does not give.
+- *Body axis*: the horizontal part of every wall normal points at the vertical axis, so the
+  axis is the least-squares intersection of those 2-D lines, Cauchy re-weighted, then refitted
+  without the protrusions found. This works on the visible half of a body and on tapered or
+  flared bodies (cups, bowls, pans), where a circle fit of a partial arc is pulled by the
+  inner wall seen on the far side.
+- *Body profile*: height bands cut into azimuth sectors; each sector votes the outer edge of
+  what it holds, and a band's radius is a percentile of its votes (one vote per sector, so a
+  handle cannot carry a band). Bands that only a handle or a spout reaches are not body; above
+  them the body radius below holds.
+- *Protrusions*: points beyond the body radius by ``protrusion_high`` seed a region that grows
+  through neighbours beyond ``protrusion_low`` (hysteresis, so the handle's root near the wall
+  is kept while wall noise is not); groups with too few seeds are noise.
+
+Other families: elongated tools (principal axis, thick end), box furniture (front face and
+what stands off it), flat ware (well and rim), single-part objects (all body). Each rule's
+docstring states its assumptions; every constant is named at the top of the module.
 
 Scores are soft: 0.5 is the decision boundary, and a point's distance from it grows with its
 margin (how far beyond the body radius, how far along the tool axis past the split).
@@ -39,7 +45,6 @@ from scipy.spatial import cKDTree
 from afford_perception.grounding.base import GroundingSource, check_query, register_source
 from afford_perception.ontology import category
 from afford_perception.types import ObjectCloud
-
 
 # Depth of the rim band per open container (m). A category prior: the lip of a mug, a rolled
 # paper-cup bead, the upper curve of a bowl wall. Values sit mid-range of the asset library's
@@ -91,9 +96,8 @@ class GeometricConfig:
         if self.normal_neighbors < 5:
             raise ValueError(f"normal_neighbors must be >= 5 to fit a plane, got {self.normal_neighbors}")
         if not 0 < self.protrusion_low < self.protrusion_high:
-            raise ValueError(
-                f"need 0 < protrusion_low < protrusion_high, got {self.protrusion_low}, {self.protrusion_high}"
-            )
+            raise ValueError(f"need 0 < protrusion_low < protrusion_high, got "
+                             f"{self.protrusion_low} and {self.protrusion_high}")
         for name in ("cluster_radius", "height_band", "softness", "cap_depth"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
@@ -127,13 +131,12 @@ def _decided(member: np.ndarray, margin: np.ndarray) -> np.ndarray:
 
 
 def estimate_normals(points: np.ndarray, k: int) -> np.ndarray:
-    """Unit normals (unsigned) from the PCA of each point's ``k`` nearest neighbours."""
-    k = min(k, len(points))
-    _, idx = cKDTree(points).query(points, k=k)
-    nb = points[idx] - points[idx].mean(axis=1, keepdims=True)
-    cov = np.einsum("nki,nkj->nij", nb, nb)
-    _, vecs = np.linalg.eigh(cov)
-    return vecs[:, :, 0]  # eigenvector of the smallest eigenvalue
+    """Unit normals (unsigned) from the PCA of each point's ``k`` nearest neighbours (open3d)."""
+    import open3d as o3d  # heavy import, paid on the first partition rather than at module load
+
+    cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(points))
+    cloud.estimate_normals(o3d.geometry.KDTreeSearchParamKNN(min(k, len(points))))
+    return np.asarray(cloud.normals)
 
 
 def clusters(points: np.ndarray, radius: float) -> np.ndarray:
@@ -193,6 +196,11 @@ class _Cloud:
 class _Revolution:
     """An upright body of revolution fitted to a cloud.
 
+    ``vote_percentile`` picks a band's radius among its sectors' votes: the median ignores
+    protrusions covering up to half of the sectors (a pot's two wide handles); a higher value
+    favours the outer wall of a thick open vessel, whose far side shows only its inner wall,
+    when its one handle is narrow (a mug).
+
     Attributes (per point unless noted): ``h`` height above the support, ``rho`` distance from
     the body axis, ``excess`` = ``rho`` minus the body radius at that height, ``wall`` whether
     the point's normal is horizontal; ``centre`` (2,) the axis, ``wall_top`` the height where the
@@ -207,9 +215,10 @@ class _Revolution:
     WALL_PERCENTILE = 75
     DISC_PERCENTILE = 95
 
-    def __init__(self, c: _Cloud) -> None:
+    def __init__(self, c: _Cloud, vote_percentile: float = 50.0) -> None:
         self.c = c
         cfg = c.cfg
+        self.vote_percentile = vote_percentile
         self.h = c.p[:, 2] - c.floor
         self.wall = np.abs(c.normals[:, 2]) < 0.8
         nb = max(1, int(np.ceil(max(float(self.h.max()), cfg.height_band) / cfg.height_band)))
@@ -258,7 +267,8 @@ class _Revolution:
         vessel, the edge of a lid or a floor). A band is body when ``BODY_SECTORS`` sectors hold points,
         and its radius is the median over its sectors (one vote per sector, so a handle, one or
         two sectors, cannot carry a band), placed at the median height of the band's points.
-        Between adjacent body bands the radius is interpolated (tapered and flared walls). Above
+        Between adjacent body bands the radius is interpolated (tapered and flared walls); next
+        to a level band (a dome) the larger of the two holds. Above
         a band that is not body (a pan handle rising above the pan, a kettle's arched handle
         above its lid) the radius of the body band below holds, so whatever rises above a body
         is measured against that body.
@@ -273,7 +283,8 @@ class _Revolution:
         # their distribution. Which one a band is, its share of wall-like normals says.
         share = np.bincount(self.band, weights=self.wall.astype(float), minlength=nb) / np.maximum(
             np.bincount(self.band, minlength=nb), 1)
-        pct = np.where(share[cell_band] >= 0.5, self.WALL_PERCENTILE, self.DISC_PERCENTILE)
+        self.level_band = share < 0.5
+        pct = np.where(self.level_band[cell_band], self.DISC_PERCENTILE, self.WALL_PERCENTILE)
         outer = self.rho[order[starts + np.floor(pct / 100 * (counts - 1)).astype(int)]]
         knot_b, knot_h, knot_r = [], [], []
         for b in np.unique(cell_band):
@@ -281,7 +292,7 @@ class _Revolution:
             if votes.size >= self.BODY_SECTORS:
                 knot_b.append(int(b))
                 knot_h.append(float(np.median(self.h[self.band == b])))
-                knot_r.append(float(np.median(votes)))
+                knot_r.append(float(np.percentile(votes, self.vote_percentile)))
         body = np.zeros(nb, dtype=bool)
         if not knot_b:  # nothing looks like a body of revolution: one radius for all
             return np.full(self.c.n, float(np.percentile(self.rho, self.WALL_PERCENTILE))), body | True
@@ -295,7 +306,11 @@ class _Revolution:
         adjacent = (kb[above] - kb[below] == 1) & (self.h >= kh[0])
         span = np.where(adjacent, kh[above] - kh[below], 1.0)
         t = np.where(adjacent, np.clip((self.h - kh[below]) / span, 0.0, 1.0), 0.0)
-        return (1 - t) * kr[below] + t * kr[above], body
+        radius = (1 - t) * kr[below] + t * kr[above]
+        # Across a level band (a lid's dome) the radius changes fast with height, so depth noise
+        # would read as excess: there the larger of the two neighbouring radii holds.
+        level = self.level_band[kb[below]] | self.level_band[kb[above]]
+        return np.where(adjacent & level, np.maximum(kr[below], kr[above]), radius), body
 
     def _wall_top(self) -> float:
         """Top of the side wall: where the run of wall bands rising from the bottom ends.
@@ -303,9 +318,7 @@ class _Revolution:
         Only that first run counts (plus the band where it ends, which holds the last of the
         wall), so an arched handle's legs or a knob higher up cannot raise the wall top.
         """
-        share = np.bincount(self.band, weights=self.wall.astype(float), minlength=len(self.body_band))
-        share /= np.maximum(np.bincount(self.band, minlength=len(self.body_band)), 1)
-        walls = self.body_band & (share >= 0.5)
+        walls = self.body_band & ~self.level_band
         if not walls.any():
             return float(np.percentile(self.h, 98))
         first = int(np.argmax(walls))
@@ -379,16 +392,21 @@ def _protrusion_margin(excess: np.ndarray, member: np.ndarray, cfg: GeometricCon
 
 
 def _rest(scores: Scores, rest: str, n: int) -> Scores:
-    """``rest`` scores as the complement of every other part (the body is what is left)."""
+    """``rest`` scores as the complement of every other part (the body is what is left), kept
+    below 0.5 wherever another part claims the point, so the regions never overlap."""
     others = [s for name, s in scores.items() if name != rest]
-    scores[rest] = 1.0 - np.max(np.stack(others), axis=0) if others else np.ones(n)
+    if not others:
+        scores[rest] = np.ones(n)
+        return scores
+    claimed = np.max(np.stack(others), axis=0)
+    scores[rest] = np.where(claimed >= 0.5, np.minimum(1.0 - claimed, 0.499), 1.0 - claimed)
     return scores
 
 
 def _open_container(c: _Cloud, handle: bool) -> Scores:
     """Mug, paper cup, bowl: handle = the protrusions; rim = the top band of the wall, of a
     per-category depth (``rim_depth``) below the top of the body."""
-    rev = _Revolution(c)
+    rev = _Revolution(c, vote_percentile=70.0 if handle else 50.0)
     out: Scores = {}
     prot = rev.protrusions() if handle else np.zeros(c.n, dtype=bool)
     if handle:
@@ -462,15 +480,20 @@ def _kettle(c: _Cloud) -> Scores:
             handle[g] = True
     if handle.any():
         _, vecs = np.linalg.eigh(np.cov(offset[handle].T))
-        arch_plane = vecs[:, 1]
+        arch_plane = vecs[:, 1]  # horizontal direction of the arch's vertical plane
         for g in side:
             heading = offset[g].mean(axis=0)
-            near_arch = abs(heading @ arch_plane) > np.cos(np.pi / 4) * np.linalg.norm(heading)
-            (handle if near_arch else spout)[g] = True
+            if abs(heading @ arch_plane) > np.cos(np.pi / 4) * np.linalg.norm(heading):
+                handle[g] = True  # a leg of the arch
+            else:
+                spout[g] = True
     else:
         side.sort(key=lambda g: _climb(rev.rho[g], rev.h[g]), reverse=True)
         for i, g in enumerate(side):
-            (spout if i == 0 and _climb(rev.rho[g], rev.h[g]) > SPOUT_CLIMB else handle)[g] = True
+            if i == 0 and _climb(rev.rho[g], rev.h[g]) > SPOUT_CLIMB:
+                spout[g] = True
+            else:
+                handle[g] = True
     seat = rev.wall_top - LID_SEAT
     lid = (rev.h >= seat) & ~handle & ~spout
     margin = _protrusion_margin(np.maximum(rev.excess, 0.0), handle | spout, cfg)
@@ -502,11 +525,13 @@ def _bottle(c: _Cloud) -> Scores:
 
 
 def _elongated(c: _Cloud, thick: str, slender: str) -> Scores:
-    """Hammer, pan, scoop: the principal axis in the table plane; the thick end is ``thick``.
+    """Hammer, scoop: lying on the table, the principal axis of the footprint runs along the
+    handle; the thick end is ``thick``.
 
     The cross-section size (width across the axis in the table plane plus height above the
-    table) is profiled along the axis; the handle is the slender run from the thin end, and the
-    split is where the size first rises halfway from the handle's size to the head's.
+    table) is profiled along the axis in ``height_band`` steps. The handle is the slender run
+    from the thin end; the split is where the size first rises 30 % of the way from the
+    handle's size (median of the thin half) to the head's (the largest).
     """
     cfg = c.cfg
     xy = c.p[:, :2]
@@ -534,8 +559,8 @@ def _elongated(c: _Cloud, thick: str, slender: str) -> Scores:
     level = slender_size + 0.3 * (thick_size - slender_size)
     first = int(np.argmax(size >= level))
     split = edges[first]
-    conf = _ramp(np.abs(t - split), 0.0, cfg.softness * 2)
-    return {thick: _decided(t >= split, conf), slender: _decided(t < split, conf)}
+    margin = _ramp(np.abs(t - split), 0.0, cfg.softness * 2)
+    return {thick: _decided(t >= split, margin), slender: _decided(t < split, margin)}
 
 
 def _hammer(c: _Cloud) -> Scores:

@@ -58,6 +58,46 @@ def _transform(pose: np.ndarray, points: np.ndarray, normals: np.ndarray) -> tup
     return points @ pose[:3, :3].T + pose[:3, 3], normals @ pose[:3, :3].T
 
 
+class Occluder:
+    """An asset's mesh at a world pose, for visibility tests (open3d ray casting).
+
+    Built once per cloud, so a full scan from many cameras pays for one bounding-volume tree.
+    """
+
+    def __init__(self, asset: Any, pose: np.ndarray, q: dict[str, float] | None = None) -> None:
+        import open3d as o3d  # heavy; only the view helpers need it
+
+        mesh = asset.mesh(q)
+        pose = np.asarray(pose, dtype=float)
+        if pose.shape != (4, 4):
+            raise ValueError(f"pose must be a 4x4 homogeneous transform, got shape {pose.shape}")
+        self.vertices = np.asarray(mesh.vertices) @ pose[:3, :3].T + pose[:3, 3]
+        self._o3d = o3d
+        self._scene = o3d.t.geometry.RaycastingScene()
+        self._scene.add_triangles(o3d.core.Tensor(self.vertices.astype(np.float32)),
+                                  o3d.core.Tensor(np.asarray(mesh.faces, dtype=np.uint32)))
+
+    def unoccluded(self, points: np.ndarray, camera_pos: np.ndarray, tolerance: float = 1e-3) -> np.ndarray:
+        """Points on the surface whose ray from ``camera_pos`` hits nothing else first (within
+        ``tolerance`` of the point)."""
+        rays_d = points - camera_pos
+        dist = np.linalg.norm(rays_d, axis=1)
+        rays = np.hstack([np.broadcast_to(camera_pos, points.shape), rays_d / dist[:, None]])
+        t_hit = self._scene.cast_rays(self._o3d.core.Tensor(rays.astype(np.float32)))["t_hit"].numpy()
+        return t_hit >= dist - tolerance
+
+    def seen(self, points: np.ndarray, normals: np.ndarray, camera_pos: np.ndarray,
+             grazing_cos: float = 0.0) -> np.ndarray:
+        """Points a camera sees: unoccluded and facing it more than at grazing incidence (which
+        also drops the back faces that the ray test lets through within its tolerance at edges)."""
+        rays = points - camera_pos
+        rays /= np.linalg.norm(rays, axis=1, keepdims=True)
+        facing = np.einsum("ij,ij->i", rays, normals) < -grazing_cos
+        out = np.zeros(len(points), dtype=bool)
+        out[facing] = self.unoccluded(points[facing], camera_pos)
+        return out
+
+
 def full_cloud(asset: Any, pose: np.ndarray, n: int = 4096, seed: int = 0,
                q: dict[str, float] | None = None, voxel: float | None = None) -> ObjectCloud:
     """The asset's complete outer surface at ``pose``: what a full scan from all around sees.
@@ -70,14 +110,16 @@ def full_cloud(asset: Any, pose: np.ndarray, n: int = 4096, seed: int = 0,
     """
     pts, nrm, lab = asset.surface_cloud(n, seed=seed, q=q)
     pts, nrm = _transform(pose, pts, nrm)
-    verts, faces = _world_mesh(asset, pose, q)
-    lo, hi = verts.min(axis=0), verts.max(axis=0)
+    occluder = Occluder(asset, pose, q)
+    lo, hi = occluder.vertices.min(axis=0), occluder.vertices.max(axis=0)
     centre = 0.5 * (lo + hi)
     reach = 2.0 * float(np.linalg.norm(hi - lo)) + 0.3
     seen = np.zeros(len(pts), dtype=bool)
     for elevation in (math.radians(15), math.radians(45), math.radians(89)):
         for azimuth in np.linspace(0, 2 * math.pi, 8, endpoint=False):
-            seen |= visible(verts, faces, pts, camera_position(centre, reach, azimuth, elevation))
+            todo = np.flatnonzero(~seen)
+            cam = camera_position(centre, reach, azimuth, elevation)
+            seen[todo] = occluder.seen(pts[todo], nrm[todo], cam)
     pts, nrm, lab = _downsample(pts[seen], nrm[seen], lab[seen], voxel)
     return ObjectCloud(points=pts, category=asset.category, normals=nrm, part_labels=lab,
                        part_names=category(asset.category).parts)
@@ -93,31 +135,6 @@ def _downsample(pts: np.ndarray, nrm: np.ndarray, lab: np.ndarray,
     _, first = np.unique(np.floor(pts / voxel).astype(np.int64), axis=0, return_index=True)
     first = np.sort(first)
     return pts[first], nrm[first], lab[first]
-
-
-def _world_mesh(asset: Any, pose: np.ndarray, q: dict[str, float] | None) -> tuple[np.ndarray, np.ndarray]:
-    mesh = asset.mesh(q)
-    pose = np.asarray(pose, dtype=float)
-    return np.asarray(mesh.vertices) @ pose[:3, :3].T + pose[:3, 3], np.asarray(mesh.faces)
-
-
-def visible(mesh_vertices: np.ndarray, mesh_faces: np.ndarray, points: np.ndarray,
-            camera_pos: np.ndarray, tolerance: float = 1e-3) -> np.ndarray:
-    """Mask of ``points`` (on the mesh surface) that a pinhole at ``camera_pos`` sees unoccluded.
-
-    A point is visible when the first hit of the ray from the camera towards it lies no more than
-    ``tolerance`` before it.
-    """
-    import open3d as o3d  # heavy; only the view helpers need it
-
-    scene = o3d.t.geometry.RaycastingScene()
-    scene.add_triangles(o3d.core.Tensor(np.asarray(mesh_vertices, dtype=np.float32)),
-                        o3d.core.Tensor(np.asarray(mesh_faces, dtype=np.uint32)))
-    rays_d = points - camera_pos
-    dist = np.linalg.norm(rays_d, axis=1)
-    rays = np.hstack([np.broadcast_to(camera_pos, points.shape), rays_d / dist[:, None]]).astype(np.float32)
-    t_hit = scene.cast_rays(o3d.core.Tensor(rays))["t_hit"].numpy()
-    return t_hit >= dist - tolerance
 
 
 def single_view(
@@ -143,8 +160,8 @@ def single_view(
         dropout: Fraction of visible points removed at random, in [0, 1).
         n: Surface samples drawn before the visibility test; a view keeps roughly 30-50 % of them.
         seed: Seeds the surface samples, the noise and the dropout.
-        grazing_cos: Points whose surface normal makes |cos| below this with the viewing ray
-            are dropped (depth cameras return nothing at grazing incidence).
+        grazing_cos: Points whose outward normal does not face the camera with a cosine of at
+            least this are dropped (depth cameras return nothing at grazing incidence).
         q: Joint values of an articulated asset (default closed).
         voxel: If given, keep one point per cube of this side (m), as a perception pipeline
             downsamples a depth cloud; draw ``n`` generously and let this set the density.
@@ -164,12 +181,10 @@ def single_view(
     rng = np.random.default_rng(seed)
     pts, nrm, lab = asset.surface_cloud(n, seed=seed, q=q)
     pts, nrm = _transform(pose_4x4, pts, nrm)
-    verts, faces = _world_mesh(asset, pose_4x4, q)
-    keep = visible(verts, faces, pts, camera_pos)
+    keep = Occluder(asset, pose_4x4, q).seen(pts, nrm, camera_pos, grazing_cos)
+    keep &= rng.random(len(pts)) >= dropout
     rays = pts - camera_pos
     rays /= np.linalg.norm(rays, axis=1, keepdims=True)
-    keep &= np.abs(np.einsum("ij,ij->i", rays, nrm)) >= grazing_cos
-    keep &= rng.random(len(pts)) >= dropout
     if not keep.any():
         raise ValueError(f"the camera at {camera_pos.round(3).tolist()} sees nothing of {asset.category}")
     pts, nrm, lab, rays = pts[keep], nrm[keep], lab[keep], rays[keep]

@@ -144,8 +144,12 @@ class Asset:
     def part_mesh(self, part: str, q: dict[str, float] | None = None) -> trimesh.Trimesh:
         """All pieces of ``part`` in the asset frame, as one mesh."""
         tfs = self.link_transforms(q)
-        meshes = [pc.mesh.copy().apply_transform(tfs[lk.name]) for lk in self.links for pc in lk.pieces
-                  if pc.part == part]
+        meshes = [
+            pc.mesh.copy().apply_transform(tfs[lk.name])
+            for lk in self.links
+            for pc in lk.pieces
+            if pc.part == part
+        ]
         if not meshes:
             raise KeyError(f"{self.name} has no geometry for part {part!r}")
         return trimesh.util.concatenate(meshes)
@@ -166,13 +170,16 @@ class Asset:
             points (n, 3), outward normals (n, 3), labels (n,) indexing ``info.parts``.
         """
         tfs = self.link_transforms(q)
-        placed = [(pc.mesh.copy().apply_transform(tfs[lk.name]), self.info.parts.index(pc.part))
-                  for lk in self.links for pc in lk.pieces]
+        placed = [
+            (pc.mesh.copy().apply_transform(tfs[lk.name]), self.info.parts.index(pc.part))
+            for lk in self.links
+            for pc in lk.pieces
+        ]
         areas = np.array([m.area for m, _ in placed])
         rng = np.random.default_rng(seed)
         counts = rng.multinomial(n, areas / areas.sum())
         pts, nrm, lab = [], [], []
-        for (m, label), k in zip(placed, counts):
+        for (m, label), k in zip(placed, counts, strict=True):
             if k == 0:
                 continue
             p, face = trimesh.sample.sample_surface(m, int(k), seed=int(rng.integers(1 << 31)))
