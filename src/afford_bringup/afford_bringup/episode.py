@@ -1,0 +1,317 @@
+"""One task in one scene: perceive, ground, propose, rank, plan, and execute a chosen grasp.
+
+An :class:`Episode` holds what the pipeline learned about a scene so that its steps can be
+run, timed and reused one by one: the spine runs them in order; an evaluation can prepare a
+scene once, save the world's state, and execute several candidates from that same state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from afford_bringup.execution import Stage, WorldExecutor
+from afford_perception.grounding import GroundingSource
+from afford_perception.ontology import category
+from afford_perception.types import Intent, NextAction, ObjectCloud
+from afford_planner.candidates import (
+    AxisGraspConfig,
+    EnclosingGraspConfig,
+    Stage1Config,
+    index_candidates,
+    sample_affordance_grasps,
+    sample_axis_grasps,
+    sample_enclosing_grasps,
+)
+from afford_planner.collision import HAND_LINKS, CollisionWorld
+from afford_planner.motion import MotionPlanner, PlanResult
+from afford_planner.robot_model import FR3Model
+from afford_planner.selection import Selection, SelectionConfig, select
+from afford_planner.skills import HeldObject, SkillConfig, SkillRunner
+from afford_planner.task_constraints import TaskContext, compile_constraints, fill_task_terms
+from afford_planner.terms import TermsConfig, fill_terms
+from afford_planner.types import GraspCandidate
+from afford_sim.tasks import Task
+from afford_sim.world import BatchWorld
+
+FURNITURE_ACTIONS = (NextAction.OPEN, NextAction.PULL, NextAction.CLOSE)
+
+
+def perceived_center(points: np.ndarray) -> np.ndarray:
+    """Centre of an observed object: the middle of its bounding box (one camera sees one side,
+    so the centroid would sit on the near surface)."""
+    return 0.5 * (points.min(axis=0) + points.max(axis=0))
+
+
+def front_normal(handle: np.ndarray, face: np.ndarray, whole: np.ndarray) -> np.ndarray:
+    """Horizontal outward normal of the front a handle stands on: the plane of the face's
+    points (a drawer front) turned towards the handle; from the object's centre through the
+    handle when the face was not seen."""
+    if len(face) >= 30:
+        n = np.linalg.svd(face - face.mean(0), full_matrices=False)[2][-1]
+        if np.dot(n, handle.mean(0) - face.mean(0)) < 0:
+            n = -n
+    else:
+        n = handle.mean(0) - perceived_center(whole)
+    n = np.array([n[0], n[1], 0.0])
+    return n / (np.linalg.norm(n) + 1e-9)
+
+
+def voxel_down(points: np.ndarray, voxel: float) -> np.ndarray:
+    """One point per occupied voxel (the first seen): thins a dense depth cloud evenly."""
+    if len(points) == 0:
+        return points
+    keys = np.floor(points / voxel).astype(np.int64)
+    _, first = np.unique(keys, axis=0, return_index=True)
+    return points[np.sort(first)]
+
+
+def cluster_nearest(points: np.ndarray, to: np.ndarray, radius: float = 0.015) -> np.ndarray:
+    """The connected cluster of ``points`` (single linkage at ``radius``) nearest ``to``."""
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    if len(points) < 3:
+        return points
+    sub = points if len(points) <= 3000 else points[np.linspace(0, len(points) - 1, 3000).astype(int)]
+    labels = fcluster(linkage(sub, "single"), radius, criterion="distance")
+    best = min(set(labels), key=lambda k: float(np.min(np.linalg.norm(sub[labels == k] - to, axis=1))))
+    return sub[labels == best]
+
+
+def _observed(world: BatchWorld, obs: Any, name: str, seed: int) -> ObjectCloud:
+    raw = world.observed_cloud(obs, name, seed=seed)
+    # The simulator knows the true centre; the robot only knows what it saw.
+    return ObjectCloud(
+        raw.points,
+        raw.category,
+        part_labels=raw.part_labels,
+        part_names=raw.part_names,
+        object_center=perceived_center(raw.points),
+    )
+
+
+@dataclass
+class Episode:
+    """The pipeline's state for one task in one scene.
+
+    Attributes:
+        intent: The parsed task.
+        task: The simulator task (scene and stage checks).
+        world: The batch world the scene lives in.
+        source: The grounding source.
+        seed: Seed for the camera noise and the samplers.
+        cloud: The target's observed cloud.
+        parts: Grounded points per part of the target (grasp region, parts kept clear, the
+            part used by the next action).
+        dest_region / dest_support: The destination's receiving part and the rest of it.
+        obstacles: Scene points that are neither the target nor the table (clearance term).
+        pull_axis: Opening direction of a drawer or door (furniture tasks only).
+        candidates: The candidate set, with their terms once ranked.
+        plans: Per candidate index, the free-space plan to the pre-grasp and the approach line.
+    """
+
+    intent: Intent
+    task: Task
+    world: BatchWorld
+    source: GroundingSource
+    seed: int = 0
+    cloud: ObjectCloud | None = None
+    parts: dict[str, np.ndarray] = field(default_factory=dict)
+    dest_region: np.ndarray | None = None
+    dest_support: np.ndarray | None = None
+    obstacles: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))
+    pull_axis: np.ndarray | None = None
+    candidates: list[GraspCandidate] = field(default_factory=list)
+    plans: dict[int, tuple[PlanResult, PlanResult]] = field(default_factory=dict)
+    skill_config: SkillConfig = field(default_factory=SkillConfig)
+
+    def __post_init__(self) -> None:
+        self.model = FR3Model()
+        self.cworld = CollisionWorld(self.model)
+        table = self.world.placed.spec.table
+        self.cworld.add_box("table", np.array([*table.size, table.thickness]), table.pose())
+        self.planner = MotionPlanner(self.model, self.cworld)
+
+    @property
+    def region(self) -> np.ndarray:
+        """Grounded points of the grasp region."""
+        return self.parts[self.intent.grasp_region]
+
+    # Perception -------------------------------------------------------------------------------
+
+    def perceive(self) -> None:
+        """Render the camera; back-project the target, the destination and the obstacles."""
+        obs = self.world.render()
+        self.cloud = _observed(self.world, obs, self.intent.target, self.seed)
+        if self.intent.destination:
+            self._dest_cloud = _observed(self.world, obs, self.intent.destination, self.seed + 1)
+        # Obstacles for the clearance term: everything seen but the target and the support.
+        scene = self.world.scene_cloud(obs, exclude=[self.intent.target, "table", "floor"])
+        self.obstacles = voxel_down(scene, 0.005)
+        if len(self.obstacles):
+            self.cworld.add_point_cloud("scene", self.obstacles, resolution=0.006)
+        self.cworld.add_point_cloud("target", self.cloud.points, resolution=0.01)
+
+    def _ground(self, cloud: ObjectCloud, part: str) -> np.ndarray:
+        return cloud.points[self.source.ground(cloud, part) >= 0.5]
+
+    def ground(self) -> None:
+        """Ground every region the task needs with the configured source."""
+        intent, cloud = self.intent, self.cloud
+        assert cloud is not None, "perceive() first"
+        names = [intent.grasp_region, *intent.keep_clear, *([intent.use_region] if intent.use_region else [])]
+        self.parts = {p: self._ground(cloud, p) for p in dict.fromkeys(names)}
+        dest = getattr(self, "_dest_cloud", None)
+        if dest is not None and intent.destination_region:
+            self.dest_region = self._ground(dest, intent.destination_region)
+            others = [p for p in dest.part_names if p != intent.destination_region]
+            if others:
+                self.dest_support = np.vstack([self._ground(dest, p) for p in others])
+        if intent.next_action in FURNITURE_ACTIONS:
+            face = self.parts.get(intent.use_region or "", np.empty((0, 3)))
+            self.pull_axis = front_normal(self.region, face, cloud.points)
+
+    # Candidates and ranking -------------------------------------------------------------------
+
+    def propose(self) -> list[GraspCandidate]:
+        """AffordSim Stage 1 on the region, enclosing grasps for round bodies, axis grasps for
+        objects without functional parts; numbered as one set."""
+        intent, region, cloud = self.intent, self.region, self.cloud
+        assert cloud is not None
+        # A round body that fits the hand is held around its axis; its top-down grasp is that
+        # one, not a pinch of one wall (whose inner finger would land on the rim).
+        enclosing: list[GraspCandidate] = []
+        if "grasp_body" in category(intent.target).affordances.get(intent.grasp_region, ()):
+            enclosing = sample_enclosing_grasps(region, EnclosingGraspConfig())
+        # One mean-shift mode per part: a 14 cm drawer pull must not split into its standoffs.
+        extent = float(np.max(np.ptp(region, axis=0)))
+        stage1 = Stage1Config(
+            include_topdown=not enclosing,
+            num_topdown_yaws=1,
+            include_normal=True,
+            center_on_part=True,
+            bandwidth=float(np.clip(0.3 * extent, 0.02, 0.06)),
+        )
+        groups = [sample_affordance_grasps(region, cloud, stage1, normal=self.pull_axis), enclosing]
+        if len(cloud.part_names) == 1:
+            groups.append(sample_axis_grasps(cloud, AxisGraspConfig()))
+        self.candidates = index_candidates(*groups)
+        return self.candidates
+
+    def score(self, terms: TermsConfig | None, selection: SelectionConfig) -> Selection:
+        """Fill the feasibility, function and task terms and rank (levels up to L3)."""
+        cfg = terms or TermsConfig()
+        if self.pull_axis is not None:  # the executor meets a handle on a front frontally
+            cfg = dataclasses.replace(cfg, preferred_approach=tuple(-self.pull_axis))
+        fill_terms(self.candidates, self.region, self.obstacles, cfg)
+        assert self.cloud is not None
+        ctx = TaskContext(object_center=self.cloud.center, pull_axis=self.pull_axis)
+        fill_task_terms(self.candidates, compile_constraints(self.intent, self.parts, ctx))
+        return select(self.candidates, dataclasses.replace(selection, level="L3"))
+
+    # Stage 2 ------------------------------------------------------------------------------------
+
+    def plan(self, cands: list[GraspCandidate]) -> None:
+        """Plan each candidate (free space to the pre-grasp, then the straight approach) and
+        set its ``plan`` term to 1/L normalised by the best; 0 without a collision-free plan.
+        Eligible candidates that were not planned get 0 too, so L4 ranks a consistent set."""
+        q0 = self.world.arm_q()
+        raw: dict[int, float] = {}
+        for c in cands:
+            pre = c.pose_matrix()
+            pre[:3, 3] -= c.approach * self.skill_config.pregrasp_offset
+            free = self.planner.plan_to_pose(q0, pre)
+            line = None
+            if free.success:
+                self.cworld.allow("target", HAND_LINKS)
+                line = self.planner.cartesian_path(free.waypoints[-1], c.pose_matrix())
+                self.cworld.disallow("target")
+            if line is not None and line.success:
+                self.plans[c.index] = (free, line)
+                raw[c.index] = 1.0 / max(free.path_length + line.path_length, 1e-6)
+            else:
+                raw[c.index] = 0.0
+        best = max(raw.values(), default=0.0)
+        for c in self.candidates:
+            if c.index in raw:
+                c.terms["plan"] = raw[c.index] / best if best > 0 else 0.0
+            elif c.terms.get("eligible", 0) > 0:
+                c.terms["plan"] = 0.0
+
+    # Execution ----------------------------------------------------------------------------------
+
+    def stages(self, grasp: GraspCandidate, executor: WorldExecutor) -> list[Stage]:
+        """The skill's stages for ``grasp``, as named callables run in order."""
+        intent, world = self.intent, self.world
+        assert self.cloud is not None
+        cloud = self.cloud
+
+        def allow(_name: str, allowed: bool) -> None:
+            # The planner knows the target by its cloud's name, whatever the object is called.
+            (self.cworld.allow("target", HAND_LINKS) if allowed else self.cworld.disallow("target"))
+
+        runner = SkillRunner(
+            executor=executor,
+            planner=self.planner,
+            config=self.skill_config,
+            allow_contact=allow,
+            tcp_pose=self.model.fk,
+        )
+        free_plan, _ = self.plans[grasp.index]
+        held: dict[str, HeldObject] = {}
+
+        def do_grasp() -> None:
+            runner.grasp(grasp, intent.target)
+            if not category(intent.target).fixed and "target" in self.cworld.names:
+                # The object now moves with the hand: its old cloud is no longer an obstacle.
+                self.cworld.remove("target")
+            held["obj"] = HeldObject.from_world(
+                grasp.pose_matrix(), cloud.points, {k: v for k, v in self.parts.items() if len(v)}
+            )
+
+        def lift_and_look() -> None:
+            runner.lift()
+            # Objects shift in the fingers while they close; look at the held object once lifted
+            # so that the carry, hang or pour aims with where it really is in the hand.
+            try:
+                now = _observed(world, world.render(), intent.target, self.seed + 2)
+            except ValueError:
+                return  # hidden by the hand: keep the grasp-time estimate
+            seen = {k: self._ground(now, k) for k in self.parts}
+            if len(now) >= 50 and all(len(v) >= 10 for v in seen.values()):
+                held["obj"] = HeldObject.from_world(self.model.fk(world.arm_q()), now.points, seen)
+
+        stages: list[Stage] = [("approach", lambda: runner.approach(grasp, free_plan)), ("grasp", do_grasp)]
+        action = intent.next_action
+        if action in FURNITURE_ACTIONS:
+            pull = self.pull_axis
+            assert pull is not None
+            stages.append(("pull", lambda: runner.pull(-pull if np.dot(pull, grasp.approach) > 0 else pull)))
+            return stages
+        stages.append(("lift", lift_and_look))
+        dest, support = self.dest_region, self.dest_support
+        if action in (NextAction.PLACE, NextAction.STACK):
+            assert dest is not None
+            stages.append(("place", lambda: runner.place(held["obj"], dest)))
+        elif action is NextAction.HANG:
+            assert dest is not None and support is not None
+            ring = intent.keep_clear[0] if intent.keep_clear else "handle"
+
+            def do_hang() -> None:
+                # Hooks meet at the pole: drop what is near the pole's axis so that each hook is
+                # its own cluster, then take the one nearest the object.
+                pole_xy = np.median(support[:, :2], axis=0)
+                outer = dest[np.linalg.norm(dest[:, :2] - pole_xy, axis=1) > 0.03]
+                hook = cluster_nearest(outer if len(outer) >= 10 else dest, self.region.mean(0))
+                runner.hang(held["obj"], ring, hook, support)
+
+            stages.append(("hang", do_hang))
+        elif action is NextAction.POUR:
+            assert dest is not None
+            use = intent.use_region or intent.grasp_region
+            stages.append(("pour", lambda: runner.pour(held["obj"], use, dest)))
+            stages.append(("untilt", runner.untilt))
+        return stages
