@@ -243,6 +243,15 @@ class Episode:
 
     # Execution ----------------------------------------------------------------------------------
 
+    def restart(self, state: Any) -> None:
+        """Return to a saved world state (``BatchWorld.save_state``) with the planner's world as
+        perception left it, so another candidate can be executed from the identical start."""
+        self.world.restore_state(state)
+        assert self.cloud is not None
+        if "target" not in self.cworld.obstacle_names:
+            self.cworld.add_point_cloud("target", self.cloud.points, resolution=0.01)
+        self.cworld.disallow("target")
+
     def stages(self, grasp: GraspCandidate, executor: WorldExecutor) -> list[Stage]:
         """The skill's stages for ``grasp``, as named callables run in order."""
         intent, world = self.intent, self.world
@@ -265,7 +274,7 @@ class Episode:
 
         def do_grasp() -> None:
             runner.grasp(grasp, intent.target)
-            if not category(intent.target).fixed and "target" in self.cworld.names:
+            if not category(intent.target).fixed and "target" in self.cworld.obstacle_names:
                 # The object now moves with the hand: its old cloud is no longer an obstacle.
                 self.cworld.remove("target")
             held["obj"] = HeldObject.from_world(

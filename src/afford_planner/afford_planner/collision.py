@@ -271,11 +271,6 @@ class CollisionWorld:
         # The octree is built in the world frame; its placement is then just the base inverse.
         self._add(name, coal.makeOctree(pts, float(resolution)), np.eye(4), "octree")
 
-    @property
-    def names(self) -> list[str]:
-        """Names of the obstacles, sorted."""
-        return sorted(self._obstacles)
-
     def remove(self, name: str) -> None:
         """Delete obstacle ``name`` (and any allowance for it)."""
         if name not in self._obstacles:

@@ -85,8 +85,10 @@ class Task:
     # Checks -----------------------------------------------------------------------------------
 
     def begin(self, world: BatchWorld) -> None:
-        """Record what the checks compare against, at the episode's start."""
+        """Record what the checks compare against, at the episode's start (again for each
+        execution from a restored state)."""
         self.start_z = float(world.object_pose(self.target_name)[2, 3])
+        self._xyz0 = world.object_pose(self.target_name)[:3, 3].copy()
 
     def check(self, stage: str, world: BatchWorld) -> Check | None:
         """Check ``stage`` after it ran; ``None`` for stages this task does not judge."""

@@ -57,6 +57,12 @@ LID_SEAT = 0.004
 LID_RISE = 0.035
 # Width of the carcass frame around a cabinet's front panels (m): its panels' thickness.
 FRAME = 0.015
+# Half-thickness of the slab that counts as lying on a furniture face (m): depth noise on a
+# plane seen at an angle, with margin.
+FACE_SLAB = 0.008
+# Percentile of the sector votes taken as the body radius of a vessel with one narrow handle
+# and a thick wall (mug, pan): above the median, towards the outer wall (see _Revolution).
+ONE_HANDLE_VOTE = 70.0
 # Correlation of radius with height above which a protrusion beside a kettle is a spout.
 SPOUT_CLIMB = 0.5
 
@@ -223,13 +229,15 @@ class _Revolution:
         self.wall = np.abs(c.normals[:, 2]) < 0.8
         nb = max(1, int(np.ceil(max(float(self.h.max()), cfg.height_band) / cfg.height_band)))
         self.band = np.clip((self.h / cfg.height_band).astype(int), 0, nb - 1)
-        self._place(self._axis(np.ones(c.n, dtype=bool)))
-        self.radius, self.body_band = self._profile(nb)
-        # Again with the body's own wall points only: handles and spouts, now known, drop out.
+        everything = np.ones(c.n, dtype=bool)
+        self._place(self._axis(everything))
+        self.radius, self.body_band = self._profile(nb, everything)
+        # Again without what sticks out: handles and spouts, now roughly known, drop out of both
+        # the axis and the sector votes (wide pot handles can fill half a band's sectors).
         inliers = self.rho - self.radius < cfg.protrusion_low
         if inliers.sum() >= 10:
             self._place(self._axis(inliers, self.centre, scale=0.01))
-            self.radius, self.body_band = self._profile(nb)
+            self.radius, self.body_band = self._profile(nb, inliers)
         self.excess = self.rho - self.radius
         self.wall_top = self._wall_top()
 
@@ -259,48 +267,50 @@ class _Revolution:
         self.rho = np.linalg.norm(d, axis=1)
         self.azimuth = np.arctan2(d[:, 1], d[:, 0])
 
-    def _profile(self, nb: int) -> tuple[np.ndarray, np.ndarray]:
-        """Body radius at every point's height, and which height bands are body.
+    def _profile(self, nb: int, use: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Body radius at every point's height, and which height bands are body, from ``use``.
 
         Each height band is cut into azimuth sectors; a sector's radius is the outer edge of
         what it holds (a high percentile of the distance from the axis: the outer wall of a
-        vessel, the edge of a lid or a floor). A band is body when ``BODY_SECTORS`` sectors hold points,
-        and its radius is the median over its sectors (one vote per sector, so a handle, one or
-        two sectors, cannot carry a band), placed at the median height of the band's points.
-        Between adjacent body bands the radius is interpolated (tapered and flared walls); next
-        to a level band (a dome) the larger of the two holds. Above
-        a band that is not body (a pan handle rising above the pan, a kettle's arched handle
-        above its lid) the radius of the body band below holds, so whatever rises above a body
-        is measured against that body.
+        vessel, the edge of a lid or a floor). A band is body when ``BODY_SECTORS`` sectors hold
+        points; its radius is a percentile of its sectors' votes (one vote per sector, so a
+        handle cannot carry a band), placed at the median height of the band's points, and a
+        running median over five bands removes a band or two pulled out by a handle seen
+        face-on (it keeps steps such as a shoulder). Between adjacent body bands the radius is
+        interpolated (tapered and flared walls); next to a level band (a dome) the larger of
+        the two holds. Above a band that is not body (a pan handle rising above the pan, a
+        kettle's arched handle above its lid) the radius of the body band below holds, so
+        whatever rises above a body is measured against that body.
         """
-        sector = ((self.azimuth + np.pi) / (2 * np.pi) * self.SECTORS).astype(int) % self.SECTORS
-        cell = self.band * self.SECTORS + sector
-        order = np.lexsort((self.rho, cell))  # by cell, then by distance within a cell
+        idx = np.flatnonzero(use)
+        band = self.band[idx]
+        sector = ((self.azimuth[idx] + np.pi) / (2 * np.pi) * self.SECTORS).astype(int) % self.SECTORS
+        cell = band * self.SECTORS + sector
+        order = np.lexsort((self.rho[idx], cell))  # by cell, then by distance within a cell
         cells, starts, counts = np.unique(cell[order], return_index=True, return_counts=True)
         cell_band = cells // self.SECTORS
         # Walls: the outer wall is near the 75th percentile (the inner wall and noise below and
         # above it). Level surfaces (a lid, a floor) are discs whose edge is near the top of
         # their distribution. Which one a band is, its share of wall-like normals says.
-        share = np.bincount(self.band, weights=self.wall.astype(float), minlength=nb) / np.maximum(
-            np.bincount(self.band, minlength=nb), 1)
+        share = np.bincount(band, weights=self.wall[idx].astype(float), minlength=nb) / np.maximum(
+            np.bincount(band, minlength=nb), 1)
         self.level_band = share < 0.5
         pct = np.where(self.level_band[cell_band], self.DISC_PERCENTILE, self.WALL_PERCENTILE)
-        outer = self.rho[order[starts + np.floor(pct / 100 * (counts - 1)).astype(int)]]
+        outer = self.rho[idx][order[starts + np.floor(pct / 100 * (counts - 1)).astype(int)]]
         knot_b, knot_h, knot_r = [], [], []
         for b in np.unique(cell_band):
             votes = outer[cell_band == b]
             if votes.size >= self.BODY_SECTORS:
                 knot_b.append(int(b))
-                knot_h.append(float(np.median(self.h[self.band == b])))
+                knot_h.append(float(np.median(self.h[idx][band == b])))
                 knot_r.append(float(np.percentile(votes, self.vote_percentile)))
         body = np.zeros(nb, dtype=bool)
         if not knot_b:  # nothing looks like a body of revolution: one radius for all
             return np.full(self.c.n, float(np.percentile(self.rho, self.WALL_PERCENTILE))), body | True
         body[knot_b] = True
         kb, kh = np.array(knot_b), np.array(knot_h)
-        # A running median over the knots removes one band pulled out by a handle seen face-on.
-        padded = np.pad(np.array(knot_r), 1, mode="edge")
-        kr = np.median(np.stack([padded[:-2], padded[1:-1], padded[2:]]), axis=0)
+        padded = np.pad(np.array(knot_r), 2, mode="edge")
+        kr = np.median(np.lib.stride_tricks.sliding_window_view(padded, 5), axis=1)
         below = np.clip(np.searchsorted(kh, self.h, side="right") - 1, 0, len(kh) - 1)
         above = np.minimum(below + 1, len(kh) - 1)
         adjacent = (kb[above] - kb[below] == 1) & (self.h >= kh[0])
@@ -313,18 +323,20 @@ class _Revolution:
         return np.where(adjacent & level, np.maximum(kr[below], kr[above]), radius), body
 
     def _wall_top(self) -> float:
-        """Top of the side wall: where the run of wall bands rising from the bottom ends.
+        """Top of the side wall: where the main run of wall bands ends.
 
-        Only that first run counts (plus the band where it ends, which holds the last of the
-        wall), so an arched handle's legs or a knob higher up cannot raise the wall top.
+        Wall bands (body, mostly wall-like normals) are joined into runs across single missing
+        bands (a band the camera barely sees); the run holding the most points is the body's
+        wall, so an arched handle's legs or a knob higher up cannot raise the wall top, and a
+        gap near the foot cannot lower it. The band above the run holds the last of the wall.
         """
-        walls = self.body_band & ~self.level_band
-        if not walls.any():
+        walls = np.flatnonzero(self.body_band & ~self.level_band)
+        if len(walls) == 0:
             return float(np.percentile(self.h, 98))
-        first = int(np.argmax(walls))
-        end = first
-        while end + 1 < len(walls) and walls[end + 1]:
-            end += 1
+        runs = np.split(walls, np.flatnonzero(np.diff(walls) > 2) + 1)
+        counts = np.bincount(self.band, minlength=len(self.body_band))
+        run = max(runs, key=lambda r: int(counts[r].sum()))
+        first, end = int(run[0]), int(run[-1])
         on_body = self.wall & (self.band >= first) & (self.band <= end + 1)
         on_body &= np.abs(self.excess) < self.c.cfg.protrusion_high
         on_body &= self.rho > 0.5 * float(self.radius.max())
@@ -406,7 +418,7 @@ def _rest(scores: Scores, rest: str, n: int) -> Scores:
 def _open_container(c: _Cloud, handle: bool) -> Scores:
     """Mug, paper cup, bowl: handle = the protrusions; rim = the top band of the wall, of a
     per-category depth (``rim_depth``) below the top of the body."""
-    rev = _Revolution(c, vote_percentile=70.0 if handle else 50.0)
+    rev = _Revolution(c, vote_percentile=ONE_HANDLE_VOTE if handle else 50.0)
     out: Scores = {}
     prot = rev.protrusions() if handle else np.zeros(c.n, dtype=bool)
     if handle:
@@ -428,8 +440,9 @@ def _cup(c: _Cloud) -> Scores:
 
 
 def _pan(c: _Cloud) -> Scores:
-    """Pan: a shallow body of revolution; the handle is what sticks out beyond it."""
-    rev = _Revolution(c)
+    """Pan: a shallow body of revolution; the handle is what sticks out beyond it (one narrow
+    handle on a thick flared wall: the band radius favours the outer wall, as for a mug)."""
+    rev = _Revolution(c, vote_percentile=ONE_HANDLE_VOTE)
     prot = rev.protrusions()
     return _rest({"handle": _decided(prot, _protrusion_margin(rev.excess, prot, c.cfg))}, "body", c.n)
 
@@ -601,7 +614,7 @@ class _Front:
                 continue  # this face is out of view
             plane = self._plane(x[on_face])
             out = x - plane
-            slab = np.count_nonzero(np.abs(out[on_face]) < 0.006)
+            slab = np.count_nonzero(np.abs(out[on_face]) < FACE_SLAB)
             prot = c.grow(out > cfg.protrusion_high, out > cfg.protrusion_low)
             if slab < 0.5 * on_face.sum() or prot.sum() > 0.5 * slab:
                 continue  # not a planar outer face: the edge of the top, seen past a corner
@@ -640,7 +653,7 @@ class _Front:
 
     def panel(self, handles: np.ndarray) -> np.ndarray:
         """Points on the front face itself (doors and drawer fronts), handles excluded."""
-        return (np.abs(self.out) < 0.008) & ~handles
+        return (np.abs(self.out) < FACE_SLAB) & ~handles
 
 
 def _box_axes(c: _Cloud) -> tuple[np.ndarray, np.ndarray]:
@@ -722,8 +735,9 @@ def _panel_split(f: _Front, panel: np.ndarray, drawer_h: np.ndarray, door_h: np.
 
 
 def _microwave(c: _Cloud) -> Scores:
-    """Microwave: every handle on the front is the door handle; the door is the front panel on
-    the handle's side of the front (the control strip on the other side belongs to the body)."""
+    """Microwave: every handle on the front is the door handle; the door is the front face
+    itself, which the door makes (it stands proud of the control strip beside it, so the densest
+    front slab is the door, and the recessed strip stays body)."""
     f = _Front(c)
     groups = f.handles()
     handle = _mask(c.n, np.concatenate(groups)) if groups else np.zeros(c.n, dtype=bool)
