@@ -13,9 +13,11 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
+
+from afford_planner.terms import TermsConfig
 
 Progress = Callable[[str], None] | None
 
@@ -44,11 +46,11 @@ class SpineConfig:
     video_path: str | None = None
     video_fps: int = 20
     plan_top_k: int = 6
-    combination: str = "product"
-    gate: str = "feasibility"
+    combination: Literal["product", "weighted_sum"] = "product"
+    gate: Literal["feasibility", "none"] = "feasibility"
     plan_all: bool = False
     execute: bool = True
-    terms: Any = None
+    terms: TermsConfig | None = None
 
     def __post_init__(self) -> None:
         if self.seed < 0:
@@ -57,6 +59,10 @@ class SpineConfig:
             raise ValueError("plan_top_k must be >= 1")
         if self.video_fps < 1:
             raise ValueError("video_fps must be >= 1")
+        if self.combination not in ("product", "weighted_sum"):
+            raise ValueError(f"combination must be 'product' or 'weighted_sum', got {self.combination!r}")
+        if self.gate not in ("feasibility", "none"):
+            raise ValueError(f"gate must be 'feasibility' or 'none', got {self.gate!r}")
 
 
 @dataclass
@@ -281,7 +287,8 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         if frames:
             import imageio.v2 as imageio
 
-            imageio.mimwrite(cfg.video_path, frames, fps=cfg.video_fps, macro_block_size=1)
+            assert cfg.video_path is not None
+            imageio.mimwrite(cfg.video_path, cast(Any, frames), fps=cfg.video_fps, macro_block_size=1)
             _say(progress, f"[video] {len(frames)} frames -> {cfg.video_path}")
         return _finish(result, timer, t_start)
     finally:
