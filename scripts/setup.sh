@@ -10,6 +10,9 @@ PY="${AFFORD_PYTHON:-python3.11}"
 cd "$ROOT"
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+# Some machines' pip configuration names local package folders that may not exist; pip warns
+# about each one on every lookup. Drop that noise, keep everything else (pipefail keeps errors).
+quiet_pip() { "$VENV/bin/python" -m pip "$@" 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }; }
 
 # 1. Debian packages: EGL/OSMesa for offscreen MuJoCo rendering, libusb for open3d and
 #    pyrealsense2, a compiler and cmake for the interface package.
@@ -32,7 +35,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 # The stock pip 23 backtracks for a very long time on this dependency set; pip 26 does not.
 if ! "$VENV/bin/python" -m pip --version | grep -qE '^pip 2[6-9]'; then
-  "$VENV/bin/python" -m pip install -q -U "pip>=26,<27"
+  quiet_pip install -q -U "pip>=26,<27"
 fi
 
 # 3. Pinned dependencies (requirements.txt is the single list), then our packages.
@@ -40,7 +43,7 @@ stamp="$VENV/.afford-requirements.sha"
 want="$(sha256sum requirements.txt | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing pinned dependencies (first run downloads several GB)"
-  "$VENV/bin/python" -m pip install -q -r requirements.txt
+  quiet_pip install -q -r requirements.txt
   echo "$want" > "$stamp"
 fi
 
@@ -51,8 +54,9 @@ for d in src/afford_*; do [ -f "$d/setup.py" ] && PKGS+=("$d"); done
 # every dependency is pinned above.
 EDITABLE=()
 for d in "${PKGS[@]}"; do EDITABLE+=(-e "$d"); done
-PYTHONWARNINGS=ignore "$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation "${EDITABLE[@]}" 2>&1 \
-  | grep -vE 'BuildBackendWarning|^\s*(!!|\*+|Please be careful|name as your package|with strategy|)$' || true
+# setuptools warns at length about editable installs; keep its errors, drop the banner.
+PYTHONWARNINGS=ignore quiet_pip install -q --no-deps --no-build-isolation "${EDITABLE[@]}" \
+  | { grep -vE 'BuildBackendWarning|^\s*(!!|\*+|Please be careful|name as your package|with strategy|)$' || true; }
 # Editable installs skip data_files, so register each package in the ament index by hand:
 # ament_index_python (and ros2 tools) find a package by this marker under $VENV/share.
 for d in "${PKGS[@]}"; do
