@@ -297,9 +297,10 @@ class Episode:
         stages: list[Stage] = [("approach", lambda: runner.approach(grasp, free_plan)), ("grasp", do_grasp)]
         action = intent.next_action
         if action in FURNITURE_ACTIONS:
-            pull = self.pull_axis
-            assert pull is not None
-            stages.append(("pull", lambda: runner.pull(-pull if np.dot(pull, grasp.approach) > 0 else pull)))
+            assert self.pull_axis is not None
+            # Opening moves the handle out along the front's normal; closing pushes it back in.
+            out = self.pull_axis if action is not NextAction.CLOSE else -self.pull_axis
+            stages.append(("pull", lambda: runner.pull(out)))
             return stages
         stages.append(("lift", lift_and_look))
         dest, support = self.dest_region, self.dest_support

@@ -1,4 +1,4 @@
-"""Running skills on the batch world: the executor adapter and the stage-by-stage runner."""
+"""Running skills on the batch world: the adapter that lets the skills drive it like a robot."""
 
 from __future__ import annotations
 

@@ -274,12 +274,15 @@ class SkillRunner:
     def pour(self, held: HeldObject, use_part: str, rim_points: np.ndarray) -> None:
         """Bring the held container's lip over the receiving rim, then tilt it about the lip.
 
-        The tilt axis is horizontal and perpendicular to the gripper's closing axis, so the
-        weight's torque is taken by the two finger pads pushing, not by friction twisting them.
-        The lip is the pouring part's point farthest out along the tilt direction: a spout has
-        one side; a round rim pours from the side that faces the bowl, or the other side, or
-        with less tilt, whichever the arm can reach without collision (tried in that order,
-        planned completely before anything moves).
+        The container tips away from the hand: the tilt direction is horizontal and
+        perpendicular to the closing axis, so the tilt turns about the line through the two
+        finger pads and the stream leaves clear of the fingers. The pads' grip against turning
+        (torsional friction) carries the weight's torque, which is why a heavy kettle held by
+        its handle slips where a light cup does not. The lip is the pouring part's point
+        farthest out along the tilt direction: a spout has one side; a round rim pours from
+        the side that faces the bowl, or the other side, or with less tilt, whichever the arm
+        can reach without collision (tried in that order, planned completely before anything
+        moves).
         """
         pose = self.current_pose()
         body = held.in_world(pose)

@@ -72,8 +72,8 @@ class ModelConfig:
             (their ``Asset.mass`` is not used).
         gripper_force_scale: Multiplies the hand actuator's gain and bias (same setpoints:
             ctrl 255 open, 0 closed). franky-sim's servo pushes each finger with ~1 N on a 4 cm
-            object, below the fingers' own friction; scaled by 25 it squeezes ~27 N per finger
-            on a 4.5 cm cube (the real Franka Hand: 70 N), enough for objects up to ~1 kg. The
+            object, below the fingers' own friction; scaled by 60 it squeezes ~65 N per finger
+            on a 4.5 cm cube, near the real Franka Hand's 70 N continuous force. The
             fr3.xml force limit (140 N on the tendon) is kept.
         finger_frictionloss: Dry friction (N) of each finger joint. fr3.xml gives the fingers the
             arm joints' 1.137 N, which stalls them millimetres short of their setpoint.
@@ -91,7 +91,7 @@ class ModelConfig:
     hinge_frictionloss: float = 0.2
     joint_armature: float = 0.01
     furniture_density: float = 500.0
-    gripper_force_scale: float = 25.0
+    gripper_force_scale: float = 60.0
     finger_frictionloss: float = 0.1
     floor: bool = True
 

@@ -335,8 +335,8 @@ class OpenDrawerTask(Task):
     """Open a cabinet's drawer by pulling its handle.
 
     Example: "open the drawer".
-    Randomized: cabinet shape; its position in a 10 x 10 cm window in front of the robot,
-    facing it, with +-10 deg of yaw.
+    Randomized: cabinet shape; its position in an 8 x 10 cm window 80 cm in front of the
+    robot, facing it, with +-10 deg of yaw.
     Success: grasp: both fingers on the drawer handle; pull: the drawer is open at least 8 cm.
     """
 

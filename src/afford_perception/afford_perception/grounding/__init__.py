@@ -9,6 +9,10 @@ Sources (by registry name):
 Callers use ``make_source(name).ground(cloud, part)`` and never depend on which source answers.
 A new source registers itself with ``@register_source("name")`` on its class, and is imported
 below (or, for heavy dependencies, ``register_lazy_source("name", "module:Class")``).
+
+``grounding.views`` makes realistic single-view clouds from procedural assets and holds the
+grounding benchmark (``iou``, ``evaluate``); it is not imported here (it needs the asset
+library and open3d only when used).
 """
 
 from afford_perception.grounding import geometric, oracle  # noqa: F401  (registers the sources)
