@@ -16,7 +16,7 @@ quiet_pip() { "$VENV/bin/python" -m pip "$@" 2>&1 | { grep -v "^WARNING: Locatio
 
 # 1. Debian packages: EGL/OSMesa for offscreen MuJoCo rendering, libusb for open3d and
 #    pyrealsense2, a compiler and cmake for the interface package.
-APT_PKGS=(libegl1 libgl1 libosmesa6 libglu1-mesa libusb-1.0-0 cmake g++ git)
+APT_PKGS=(libegl1 libgl1 libosmesa6 libglu1-mesa libusb-1.0-0 cmake g++ git chromium)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

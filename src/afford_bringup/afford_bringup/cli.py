@@ -4,6 +4,10 @@
     afford run "pick up the scoop" --json
     afford objects
     afford show mug --seed 2 -o mug.png
+    afford eval run --suite hang --suite pour --scenes 20 --out runs/hp20   (or: afford eval --suite ...)
+    afford eval report runs/hp20
+    afford eval verify runs/hp20
+    afford eval replay runs/hp20 --suite hang --scene 3 -o hang3.html
 
 Errors print one line on stderr and exit non-zero.
 """
@@ -13,8 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def _setup_env() -> None:
@@ -89,6 +95,139 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- afford eval
+
+VIDEO_METHOD = "afford_L4_feasibility_product"
+
+
+def _eval_run(args: argparse.Namespace) -> int:
+    import dataclasses
+    import functools
+
+    from afford_bringup.evaluation import runs
+    from afford_bringup.evaluation.candidate_sets import CandidateSetConfig
+    from afford_bringup.evaluation.counterfactual import EvalConfig, evaluate_scene
+    from afford_bringup.evaluation.methods import all_method_names
+    from afford_bringup.evaluation.report import build_report
+    from afford_bringup.evaluation.suites import SUITES
+    from afford_planner.selection import RANK_TERMS
+    from afford_planner.terms import TermsConfig
+
+    suites = list(SUITES) if "all" in args.suite else list(dict.fromkeys(args.suite))
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        raise ValueError(f"unknown suite {unknown[0]!r}; suites: {', '.join(SUITES)} (or all)")
+    methods = list(dict.fromkeys(args.methods)) if args.methods else all_method_names()
+    bad = [m for m in methods if m not in all_method_names()]
+    if bad:
+        raise ValueError(f"unknown method {bad[0]!r}; methods: {', '.join(all_method_names())}")
+    out = Path(args.out or f"runs/eval-{'+'.join(suites)}-n{args.scenes}-{args.grounding}")
+    videos = tuple((VIDEO_METHOD, k) for k in range(min(args.videos, args.scenes)) if VIDEO_METHOD in methods)
+    # Resolved before the run: every threshold and weight explicit, none left to a default that
+    # a later code change could move under a stored result.
+    ev = EvalConfig(
+        grounding=args.grounding,
+        methods=tuple(methods),
+        weights={k: 1.0 for k in RANK_TERMS},
+        candidate_set=CandidateSetConfig(terms=TermsConfig()),
+        video_dir=str((out / "videos").resolve()) if videos else None,
+        video=videos,
+    )
+    # The stored config names the video folder relative to the run, so a moved run still matches.
+    stored = {**dataclasses.asdict(ev), "video_dir": "videos" if videos else None}
+    config = runs.RunConfig(tuple(suites), args.scenes, tuple(methods), args.grounding, stored)
+    summary = runs.execute(
+        out,
+        config,
+        functools.partial(evaluate_scene, config=ev),
+        command=args.command_line,
+        jobs=args.jobs,
+        progress=not args.no_progress,
+    )
+    for line in summary.redone:
+        print(f"redone: {line}", file=sys.stderr)
+    report = build_report(out)
+    print(
+        f"run {out}: {summary.evaluated} scenes evaluated, {summary.skipped} kept from before, "
+        f"{summary.seconds:.0f} s; report {report}"
+    )
+    return 0
+
+
+def _eval_report(args: argparse.Namespace) -> int:
+    from afford_bringup.evaluation.report import build_report
+    from afford_bringup.evaluation.runs import RunError, is_finished
+
+    if not Path(args.run_dir).is_dir():
+        raise RunError(f"{args.run_dir} does not exist")
+    path = build_report(args.run_dir)
+    note = "" if is_finished(args.run_dir) else " (run not finished: partial report)"
+    print(f"wrote {path}{note}")
+    return 0
+
+
+def _eval_verify(args: argparse.Namespace) -> int:
+    from afford_bringup.evaluation.runs import verify
+
+    problems = verify(args.run_dir)
+    for p in problems:
+        print(f"afford: verify: {p}", file=sys.stderr)
+    if problems:
+        msg = f"{args.run_dir} failed verification ({len(problems)} problems)"
+        print(f"afford: error: {msg}", file=sys.stderr)
+        return 1
+    print(f"{args.run_dir}: intact (every file matches its manifest hash)")
+    return 0
+
+
+def _eval_replay(args: argparse.Namespace) -> int:
+    from afford_bringup.evaluation.replay import write_replay
+
+    path = write_replay(args.run_dir, args.suite, args.scene, args.output)
+    print(f"wrote {path}")
+    return 0
+
+
+def _add_eval(sub: argparse._SubParsersAction) -> None:
+    ev = sub.add_parser(
+        "eval",
+        help="counterfactual evaluation runs: run, report, verify, replay",
+        description="`afford eval --suite X ...` is short for `afford eval run --suite X ...`.",
+    )
+    esub = ev.add_subparsers(dest="eval_command", required=True)
+    run = esub.add_parser("run", help="run (or resume) an evaluation into a run directory, then report")
+    run.add_argument("--suite", action="append", required=True, help="suite, repeatable; 'all': every suite")
+    run.add_argument("--scenes", type=int, default=20, help="scenes per suite (default 20)")
+    run.add_argument("--methods", nargs="+", default=None, help="methods to compare (default: all)")
+    run.add_argument("--grounding", default="oracle", choices=_grounding_sources())
+    run.add_argument(
+        "--out", default=None, help="run directory (default runs/eval-<suites>-n<N>-<grounding>)"
+    )
+    run.add_argument("--jobs", type=int, default=1, help="scenes evaluated in parallel (processes)")
+    run.add_argument("--videos", type=int, default=2, help="scenes per suite whose L4 rollout is filmed")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=_eval_run)
+    rep = esub.add_parser("report", help="rebuild a run's report from its raw scene records")
+    rep.add_argument("run_dir")
+    rep.set_defaults(func=_eval_report)
+    ver = esub.add_parser("verify", help="check every file of a finished run against its manifest")
+    ver.add_argument("run_dir")
+    ver.set_defaults(func=_eval_verify)
+    rpl = esub.add_parser("replay", help="write a static HTML page replaying one scene")
+    rpl.add_argument("run_dir")
+    rpl.add_argument("--suite", required=True)
+    rpl.add_argument("--scene", type=int, required=True)
+    rpl.add_argument("-o", "--output", default="replay.html")
+    rpl.set_defaults(func=_eval_replay)
+
+
+def _eval_alias(argv: list[str]) -> list[str]:
+    """`afford eval --suite ...` -> `afford eval run --suite ...` (help flags excepted)."""
+    if len(argv) >= 2 and argv[0] == "eval" and argv[1].startswith("-") and argv[1] not in ("-h", "--help"):
+        return ["eval", "run", *argv[1:]]
+    return argv
+
+
 def _grounding_sources() -> list[str]:
     from afford_perception.grounding import available_sources
 
@@ -121,12 +260,16 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--seed", type=int, default=0)
     show.add_argument("-o", "--output", default="object.png")
     show.set_defaults(func=_cmd_show)
+
+    _add_eval(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     _setup_env()
+    argv = _eval_alias(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
+    args.command_line = shlex.join(["afford", *argv])
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

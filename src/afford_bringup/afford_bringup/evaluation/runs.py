@@ -32,6 +32,7 @@ import json
 import multiprocessing
 import os
 import platform
+import stat
 import subprocess
 import sys
 import time
@@ -141,7 +142,7 @@ class RunSummary:
 # --------------------------------------------------------------------------- files
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}{_TMP_MARK}{os.getpid()}")
     with open(tmp, "wb") as fh:
@@ -153,7 +154,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def write_json(path: Path, obj: Any) -> None:
     """Atomically write ``obj`` as indented, key-sorted JSON (NaN refused: not JSON)."""
-    _write_atomic(path, (json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n").encode())
+    write_atomic(path, (json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n").encode())
 
 
 def _read_json(path: Path) -> Any:
@@ -194,6 +195,17 @@ def _git(*args: str, cwd: Path) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+def source_hash() -> str:
+    """sha256 over the Python sources of our packages (paths and contents): identifies the code
+    that ran even when the git tree is dirty."""
+    src = Path(__file__).resolve().parents[3]
+    h = hashlib.sha256()
+    for path in sorted(src.glob("afford_*/afford_*/**/*.py")):
+        h.update(path.relative_to(src).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def provenance(command: str) -> dict[str, Any]:
     """Where a session ran: the code (commit, dirty flag), the interpreter, the packages."""
     here = Path(__file__).resolve().parent
@@ -210,6 +222,7 @@ def provenance(command: str) -> dict[str, Any]:
         "git_commit": _git("rev-parse", "HEAD", cwd=here),
         # Only tracked files: a stray untracked log does not change what code ran.
         "git_dirty": None if status is None else bool(status),
+        "source_sha256": source_hash(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "packages": versions,
@@ -302,9 +315,7 @@ def _open(run_dir: Path, config: RunConfig) -> None:
             raise RunError(f"{cfg_path} is unreadable ({err}); not resuming into it") from None
         if old != config.as_dict():
             diff = sorted(
-                k
-                for k in set(old) | set(config.as_dict())
-                if old.get(k) != config.as_dict().get(k)
+                k for k in set(old) | set(config.as_dict()) if old.get(k) != config.as_dict().get(k)
             )
             raise RunError(
                 f"{run_dir} holds a run with a different config (differs in {', '.join(diff)}); "
@@ -321,8 +332,22 @@ def _open(run_dir: Path, config: RunConfig) -> None:
 
 def _record_session(run_dir: Path, command: str) -> None:
     prov = load_provenance(run_dir)
-    prov.setdefault("sessions", []).append(provenance(command))
+    sessions = prov.setdefault("sessions", [])
+    now = provenance(command)
+    if sessions and sessions[0].get("source_sha256") != now["source_sha256"]:
+        # Not refused: a resume after an unrelated edit is common; but the report says so.
+        print(
+            f"afford: warning: {run_dir} was started with other source code "
+            f"(git {sessions[0].get('git_commit')}); its scenes will mix two versions",
+            file=sys.stderr,
+        )
+    sessions.append(now)
     write_json(run_dir / PROVENANCE, prov)
+
+
+def mixed_code(prov: Mapping[str, Any]) -> bool:
+    """Whether the sessions of a run ran different source code."""
+    return len({s.get("source_sha256") for s in prov.get("sessions", [])}) > 1
 
 
 def _todo(run_dir: Path, config: RunConfig) -> tuple[list[tuple[str, int]], list[str], int]:
@@ -396,12 +421,18 @@ def execute(
         else:
             # spawn, not fork: the simulator and torch hold threads and GL contexts.
             ctx = multiprocessing.get_context("spawn")
-            with futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            pool = futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
+            try:
                 pending = {pool.submit(scene_fn, s, k): (s, k) for s, k in todo}
                 for fut in futures.as_completed(pending):
                     suite, k = pending[fut]
                     store(suite, k, fut.result())
                     bar.update()
+            except BaseException:
+                # Ctrl-C or a failed scene: stop now; what is stored is complete and resumable.
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+            pool.shutdown()
     finally:
         bar.close()
     finish(run_dir)
@@ -419,10 +450,15 @@ def finish(run_dir: Path | str) -> dict[str, Any]:
         raise RunError(f"{run_dir} is already finished; its manifest is never rewritten")
     cfg = load_config(run_dir)
     missing = [
-        f"{s}/{k:03d}" for s in cfg.suites for k in range(cfg.scenes) if not scene_path(run_dir, s, k).exists()
+        f"{s}/{k:03d}"
+        for s in cfg.suites
+        for k in range(cfg.scenes)
+        if not scene_path(run_dir, s, k).exists()
     ]
     if missing:
-        raise RunError(f"cannot finish {run_dir}: no record for scenes {missing[:5]}{'...' * (len(missing) > 5)}")
+        raise RunError(
+            f"cannot finish {run_dir}: no record for scenes {missing[:5]}{'...' * (len(missing) > 5)}"
+        )
     files = {rel: sha256_file(run_dir / rel) for rel in _tracked_files(run_dir)}
     manifest = {
         "algorithm": "sha256",
@@ -431,6 +467,11 @@ def finish(run_dir: Path | str) -> dict[str, Any]:
         "files": files,
     }
     write_json(run_dir / MANIFEST, manifest)
+    # Read-only on disk as well: an editor or a stray script fails loudly instead of silently
+    # invalidating the evidence (verify would still catch it).
+    for rel in [*files, MANIFEST]:
+        path = run_dir / rel
+        path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
     return manifest
 
 
