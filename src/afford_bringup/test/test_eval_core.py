@@ -255,3 +255,22 @@ def test_one_real_scene_is_evaluated_counterfactually(tmp_path) -> None:  # noqa
     args = (rebuilt, "pick_and_place", 0, rec["seed"])
     assert candidate_set_id(*args, "oracle", CandidateSetConfig()) == rec["candidate_set_hash"]
     assert candidate_set_id(*args, "geometric", CandidateSetConfig()) != rec["candidate_set_hash"]
+
+
+def test_a_scene_without_a_grounded_region_is_recorded_as_a_failure_for_every_method(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A camera that cannot see the handle must not stop a 100-scene run, nor be dropped from it
+    (dropping would flatter every method): the scene is kept, with every method abstaining."""
+    from afford_bringup.evaluation import counterfactual
+
+    def blind(*_: object, **__: object) -> None:
+        raise ValueError("geometric grounding found no cabinet drawer_handle in view")
+
+    monkeypatch.setattr(counterfactual, "build_candidate_set", blind)
+    cfg = counterfactual.EvalConfig(methods=("random", "stability"))
+    record = counterfactual.evaluate_scene("drawer", 5, cfg)
+    assert record["candidates"] == [] and record["candidate_set_hash"] is None
+    assert record["methods"] == {"random": None, "stability": None}
+    assert "drawer_handle" in record["unevaluable"]
+    assert not counterfactual.method_success(record, "random")

@@ -176,12 +176,31 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
                        "per_candidate"}}
 
     A method's success in the scene is ``candidates[methods[name]].outcome.success``
-    (a failure when it abstained, ``None``).
+    (a failure when it abstained, ``None``). A scene whose target region cannot be grounded
+    has no candidates, every method abstains, and ``"unevaluable"`` holds the reason.
     """
     cfg = config or EvalConfig()
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    built = build_candidate_set(suite, scene_index, cfg.grounding, cfg.candidate_set)
+    try:
+        built = build_candidate_set(suite, scene_index, cfg.grounding, cfg.candidate_set)
+    except ValueError as err:
+        # The target or its region was not seen: no candidate set exists, so every method
+        # abstains and the scene counts as a failure for all of them alike.
+        return {
+            "suite": suite,
+            "scene": scene_index,
+            "seed": scene_seed(suite, scene_index),
+            "sentence": sentence_for(suite, scene_index),
+            "grounding": cfg.grounding,
+            "candidate_set_hash": None,
+            "candidates": [],
+            "methods": {name: None for name in cfg.method_names},
+            "determinism": [],
+            "videos": [],
+            "unevaluable": str(err),
+            "timings_s": {"total": time.perf_counter() - t0},
+        }
     ep, cands = built.episode, built.candidates
     try:
         timings["build"] = time.perf_counter() - t0

@@ -173,6 +173,7 @@ def _suite_summary(
         },
         "candidates_per_scene": float(np.mean(n_cands)) if n_cands else 0.0,
         "scenes_with_a_success": any_ok,
+        "unevaluable": {str(r["scene"]): r["unevaluable"] for r in records if r.get("unevaluable")},
         "mean_candidate_success": float(np.mean(frac_ok)) if frac_ok else 0.0,
     }
 
@@ -223,6 +224,8 @@ def _suite_markdown(name: str, s: Mapping[str, Any], methods: Sequence[str], plo
         f"{s['scenes_with_a_success']} scenes have at least one successful candidate; a uniformly "
         f"random candidate succeeds with probability {s['mean_candidate_success']:.2f} on average."
     )
+    for scene, why in s.get("unevaluable", {}).items():
+        out.append(f"Scene {scene} has no candidate set ({why}); every method counts it as a failure.")
     out.append("")
     cells = _cell_index(methods)
     if cells:
