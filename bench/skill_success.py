@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 import time
@@ -27,17 +26,6 @@ SKILLS: dict[str, str] = {
     "pour (kettle)": "pour water from the kettle into the bowl",
     "open drawer": "open the drawer",
 }
-
-
-def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval for k successes out of n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    den = 1 + z * z / n
-    mid = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
 
 
 def _episode(args: tuple[str, str, str, int]) -> dict[str, object]:
@@ -80,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.skills) - set(SKILLS)
     if unknown:
         ap.error(f"unknown skills {sorted(unknown)}; known: {list(SKILLS)}")
+
+    from afford_bringup.evaluation.stats import wilson
 
     jobs = [
         (s, SKILLS[s], g, seed) for s in args.skills for g in args.grounding for seed in range(args.seeds)
