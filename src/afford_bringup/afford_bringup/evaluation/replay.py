@@ -24,7 +24,7 @@ import html
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -417,9 +417,9 @@ def selections_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]
             for c in data["candidates"]
         ]
         cfg = SelectionConfig(
-            combination=comb,
-            gate=gate,
-            level=level,
+            combination=cast(Any, comb),  # validated by SelectionConfig itself
+            gate=cast(Any, gate),
+            level=cast(Any, level),
             weights=dict(data["weights"]),
             gate_threshold=data["gate_threshold"],
         )
