@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from afford_planner.motion import MotionPlanner, PlanResult
 from afford_planner.types import GraspCandidate
 
 
@@ -32,16 +33,6 @@ class Executor(Protocol):
     def close_gripper(self) -> None: ...
 
     def wait(self, seconds: float) -> None: ...
-
-
-class Planner(Protocol):
-    """What a skill needs from the motion planner (``afford_planner.motion.MotionPlanner``)."""
-
-    def plan_to_pose(self, q_start: np.ndarray, tcp_pose: np.ndarray): ...  # noqa: ANN201
-
-    def cartesian_path(self, q_start: np.ndarray, tcp_pose_goal: np.ndarray): ...  # noqa: ANN201
-
-    def time_parameterize(self, waypoints: np.ndarray, vel_scale: float): ...  # noqa: ANN201
 
 
 @dataclass
@@ -173,15 +164,15 @@ class SkillRunner:
     """
 
     executor: Executor
-    planner: Planner
+    planner: MotionPlanner
     config: SkillConfig = field(default_factory=SkillConfig)
     allow_contact: Callable[[str, bool], None] = lambda name, allowed: None
     tcp_pose: Callable[[np.ndarray], np.ndarray] | None = None
 
-    def _execute(self, result: object, stage: str) -> None:
-        if not getattr(result, "success", False):
-            raise SkillError(f"{stage}: {getattr(result, 'reason', 'planning failed')}")
-        waypoints = np.asarray(result.waypoints)  # type: ignore[attr-defined]
+    def _execute(self, result: PlanResult, stage: str) -> None:
+        if not result.success:
+            raise SkillError(f"{stage}: {result.reason or 'planning failed'}")
+        waypoints = np.asarray(result.waypoints)
         if len(waypoints) < 2:
             return
         times, qs = self.planner.time_parameterize(waypoints, self.config.vel_scale)
@@ -202,7 +193,7 @@ class SkillRunner:
 
     # Stages -----------------------------------------------------------------------------------
 
-    def approach(self, grasp: GraspCandidate, plan: object | None = None) -> None:
+    def approach(self, grasp: GraspCandidate, plan: PlanResult | None = None) -> None:
         """Free-space motion to the pre-grasp pose, then open the hand."""
         pre = _translated(grasp.pose_matrix(), -grasp.approach * self.config.pregrasp_offset)
         if plan is not None:
@@ -252,14 +243,14 @@ class SkillRunner:
         """
         from afford_planner.ik import local_ik
 
-        model = self.planner.model  # type: ignore[attr-defined]
+        model = self.planner.model
         path = [q]
         for pose in poses:
             res = local_ik(model, pose, q)
             if not res.success or res.q is None:
                 raise SkillError(f"{stage}: no IK solution near the current arm ({res.reason})")
-            if not self.planner.motion_valid(q, res.q):  # type: ignore[attr-defined]
-                what = self.planner.world.describe_collision(res.q)  # type: ignore[attr-defined]
+            if not self.planner.motion_valid(q, res.q):
+                what = self.planner.world.describe_collision(res.q)
                 raise SkillError(f"{stage}: the motion would collide ({what})")
             q = res.q
             path.append(q)
