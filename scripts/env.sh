@@ -5,6 +5,9 @@ source "$_AFFORD_ROOT/.venv/bin/activate"
 export AMENT_PREFIX_PATH="$_AFFORD_ROOT/.venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export ROS_HOME="${ROS_HOME:-$_AFFORD_ROOT/.ros}"
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+# Generated message classes check field types only when asked; ask, so a wrong type fails
+# where it is set rather than arriving as garbage on the other side.
+export ROS_PYTHON_CHECK_FIELDS="${ROS_PYTHON_CHECK_FIELDS:-1}"
 # The MiniLM text model ships inside a pip package; never reach for a hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # Offscreen rendering without a display; EGL on Mesa works on these CPU machines.
