@@ -1,6 +1,6 @@
 """The ``afford`` command: run the sentence-to-interaction spine and inspect the asset library.
 
-    afford run "hang the mug on the rack" --seed 3 --grounding geometric --video out.mp4
+    afford run "hang the mug on the rack" --seed 2 --grounding geometric --video out.mp4
     afford run "pick up the scoop" --json
     afford objects
     afford show mug --seed 2 -o mug.png
