@@ -1,4 +1,5 @@
-"""The ``afford`` command: run the sentence-to-interaction spine and inspect the asset library.
+"""The afford command: run task sentences on the simulated FR3, evaluate the selection layer,
+inspect the assets.
 
     afford run "hang the mug on the rack" --seed 2 --grounding geometric --video out.mp4
     afford run "pick up the scoop" --json
