@@ -5,6 +5,10 @@ inspect the assets.
     afford run "pick up the scoop" --json
     afford objects
     afford show mug --seed 2 -o mug.png
+    afford show mug --query "where you hold it" -o mug_heat.png
+    afford affordance data --out data/affordance
+    afford affordance train --data data/affordance --minutes 60
+    afford affordance eval --data data/affordance --json
     afford eval run --suite hang --suite pour --scenes 20 --out runs/hp20   (or: afford eval --suite ...)
     afford eval report runs/hp20
     afford eval verify runs/hp20
@@ -90,10 +94,115 @@ def _cmd_objects(args: argparse.Namespace) -> int:
 def _cmd_show(args: argparse.Namespace) -> int:
     from afford_sim import assets
 
+    if args.weights is not None and args.query is None:
+        raise ValueError("--weights only applies with --query (the learned model's heat map)")
     asset = assets.make(args.object, args.seed)
+    if args.query is not None:
+        return _show_query(args, asset)
     assets.render_labelled_cloud(asset, args.output)
     print(f"wrote {args.output} ({asset.name}: parts {', '.join(asset.info.parts)})")
     return 0
+
+
+SHOW_POINTS = 4096
+
+
+def _show_query(args: argparse.Namespace, asset: object) -> int:
+    from afford_perception.affordance.source import LearnedSource
+    from afford_sim import assets
+
+    if not args.query.strip():
+        raise ValueError("--query is empty; ask for a region, e.g. --query \"where you hold it\"")
+    source = LearnedSource(weights=args.weights)
+    # The same samples render_labelled_cloud draws (same n, default seed), so scores line up.
+    points = asset.surface_cloud(SHOW_POINTS)[0]  # type: ignore[attr-defined]
+    scores = source.query(points, args.query)
+    assets.render_labelled_cloud(asset, args.output, scores=scores, n=SHOW_POINTS)  # type: ignore[arg-type]
+    share = float((scores >= 0.5).mean())
+    print(f"wrote {args.output} ({asset.name}: {args.query!r}, {share:.0%} of points >= 0.5, "  # type: ignore[attr-defined]
+          f"weights {source.weights})")
+    return 0
+
+
+# --------------------------------------------------------------------------- afford affordance
+
+AFFORDANCE_DATA = "data/affordance"
+
+
+def _affordance_data(args: argparse.Namespace) -> int:
+    from afford_perception.affordance.dataset import AffordanceDataConfig, generate
+
+    # --small: a data set for a quick look in minutes (a few shapes per category), not for the
+    # weights that ship.
+    config = (AffordanceDataConfig(train_seeds=6, heldout_seeds=2, unseen_category_seeds=4, views_per_shape=2)
+              if args.small else AffordanceDataConfig())
+    report = generate(config, args.out, progress=not args.no_progress)
+    counts = ", ".join(f"{s} {report.clouds[s]} clouds / {report.queries[s]} queries" for s in report.clouds)
+    print(f"wrote {report.out_dir} in {report.seconds:.0f} s: {counts}")
+    return 0
+
+
+def _affordance_train(args: argparse.Namespace) -> int:
+    from afford_perception.affordance.source import DEFAULT_WEIGHTS
+    from afford_perception.affordance.train import TrainConfig, train
+
+    steps = args.steps if args.steps is not None or args.minutes is not None else TrainConfig.steps
+    config = TrainConfig(data_dir=Path(args.data), out=Path(args.out or DEFAULT_WEIGHTS), steps=steps,
+                         minutes=args.minutes, seed=args.seed, threads=args.threads,
+                         command=args.command_line)
+    report = train(config, progress=not args.no_progress, log=lambda line: print(line, flush=True))
+    print(f"wrote {report.out}: step {report.best_step} of {report.steps}, val_unseen_shapes mIoU "
+          f"{report.best_val_miou:.3f}, {report.seconds / 60:.1f} min")
+    return 0
+
+
+def _affordance_eval(args: argparse.Namespace) -> int:
+    from afford_perception.affordance.evaluate import HELDOUT_SPLITS, evaluate_sources
+
+    splits = tuple(dict.fromkeys(args.split)) if args.split else HELDOUT_SPLITS
+    results = evaluate_sources(args.data, sources=tuple(dict.fromkeys(args.sources)), splits=splits,
+                               weights=args.weights)
+    if args.json:
+        print(json.dumps(results))
+        return 0
+    for split, by_source in results.items():
+        affs = sorted({a for r in by_source.values() for a in r["per_affordance"]})
+        print(f"{split}  (mIoU, threshold 0.5)")
+        print(f"  {'source':<10} {'overall':>8} " + " ".join(f"{a:>12}" for a in affs))
+        for name, r in by_source.items():
+            cells = " ".join(f"{r['per_affordance'].get(a, float('nan')):>12.3f}" for a in affs)
+            print(f"  {name:<10} {r['overall']:>8.3f} {cells}")
+    return 0
+
+
+def _add_affordance(sub: argparse._SubParsersAction) -> None:
+    from afford_perception.affordance.dataset import SPLITS
+
+    aff = sub.add_parser("affordance", help="the learned affordance model: data, train, eval")
+    asub = aff.add_subparsers(dest="affordance_command", required=True)
+    data = asub.add_parser("data", help="generate the training and held-out splits")
+    data.add_argument("--out", default=AFFORDANCE_DATA, help=f"output folder (default {AFFORDANCE_DATA})")
+    data.add_argument("--small", action="store_true", help="a few shapes per category (quick look)")
+    data.add_argument("--no-progress", action="store_true", help="no progress bar")
+    data.set_defaults(func=_affordance_data)
+    tr = asub.add_parser("train", help="train the model; the best checkpoint by validation mIoU is kept")
+    tr.add_argument("--data", default=AFFORDANCE_DATA, help=f"data set folder (default {AFFORDANCE_DATA})")
+    tr.add_argument("--minutes", type=float, default=None, help="wall-clock budget in minutes")
+    tr.add_argument("--steps", type=int, default=None, help="step budget (default 4000 without --minutes)")
+    tr.add_argument("--out", default=None, help="checkpoint path (default: the shipped weights path)")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    tr.add_argument("--no-progress", action="store_true", help="no progress lines")
+    tr.set_defaults(func=_affordance_train)
+    ev = asub.add_parser("eval", help="mIoU per affordance of each source on the held-out splits")
+    ev.add_argument("--data", default=AFFORDANCE_DATA, help=f"data set folder (default {AFFORDANCE_DATA})")
+    ev.add_argument("--split", action="append", choices=SPLITS, help="split, repeatable (default: held-out)")
+    ev.add_argument("--sources", nargs="+", default=["learned", "geometric", "oracle"],
+                    choices=_grounding_sources(), help="sources to score (default: learned geometric oracle)")
+    ev.add_argument("--weights", default=None,
+                    help="learned model checkpoint (default: $AFFORD_AFFORDANCE_WEIGHTS or the shipped file)")
+    ev.add_argument("--json", action="store_true", help="print one JSON object")
+    ev.set_defaults(func=_affordance_eval)
 
 
 # --------------------------------------------------------------------------- afford eval
@@ -260,9 +369,13 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("object", help="category name, see `afford objects`")
     show.add_argument("--seed", type=int, default=0)
     show.add_argument("-o", "--output", default="object.png")
+    show.add_argument("--query", default=None,
+                      help='draw the learned model\'s heat for a phrase instead, e.g. "the spout"')
+    show.add_argument("--weights", default=None, help="learned model checkpoint for --query")
     show.set_defaults(func=_cmd_show)
 
     _add_eval(sub)
+    _add_affordance(sub)
     return p
 
 

@@ -29,6 +29,8 @@ from afford_perception.grounding.base import (
 from afford_perception.grounding.geometric import GeometricConfig, GeometricSource
 from afford_perception.grounding.oracle import OracleSource
 
+register_lazy_source("learned", "afford_perception.affordance.source:LearnedSource")  # torch only on use
+
 __all__ = [
     "GeometricConfig",
     "GeometricSource",

@@ -1,0 +1,201 @@
+"""The affordance benchmark: mIoU per affordance on each held-out split, for every grounding source.
+
+Every source answers the same questions of the same clouds: for each query of a split (a phrase
+naming an affordance, asked of one cloud), the predicted region is compared with the points
+whose part offers that affordance.
+
+- ``learned``: the model is asked the query text itself and thresholded at 0.5.
+- ``geometric`` / ``oracle``: they ground parts, not phrases, so an affordance's region is the
+  union of the regions of the parts that offer it (``Category.parts_with``). Wording cannot
+  change their answer: their seen- and unseen-phrasing scores are equal by construction.
+
+IoU follows ``grounding.views.iou``: a query whose target is empty (an affordance the object
+does not offer, or a part out of view) scores 1 when nothing is predicted and 0 otherwise, so
+"nothing here" is graded, not skipped. A split's mIoU per affordance is the mean over its
+queries; ``overall`` is the mean over the affordances present (each class weighs the same, so
+the many grasp queries cannot hide a missed ``pull``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from afford_perception.affordance.dataset import MANIFEST, SPLITS, AffordanceSplit, load
+from afford_perception.grounding.base import GroundingError, GroundingSource, make_source, region_mask
+from afford_perception.grounding.views import iou
+from afford_perception.ontology import category
+from afford_perception.types import ObjectCloud
+
+#: The held-out splits, scored by default (``train`` is not a benchmark).
+HELDOUT_SPLITS: tuple[str, ...] = tuple(s for s in SPLITS if s != "train")
+
+Embedder = Callable[[Sequence[str]], np.ndarray]
+
+
+def summarize(affordances: Sequence[str], ious: Sequence[float]) -> dict[str, Any]:
+    """mIoU per affordance (mean over its queries) and overall (mean over affordances present).
+
+    Args:
+        affordances: Affordance name of each query.
+        ious: IoU of each query, aligned with ``affordances``.
+    """
+    if len(affordances) != len(ious):
+        raise ValueError(f"{len(affordances)} affordances but {len(ious)} IoUs")
+    per: dict[str, list[float]] = {}
+    for aff, value in zip(affordances, ious, strict=True):
+        per.setdefault(aff, []).append(float(value))
+    per_affordance = {a: float(np.mean(v)) for a, v in sorted(per.items())}
+    overall = float(np.mean(list(per_affordance.values()))) if per_affordance else float("nan")
+    return {"per_affordance": per_affordance, "overall": overall, "queries": len(ious)}
+
+
+def learned_ious(model: Any, split: AffordanceSplit, embeddings: dict[str, np.ndarray],
+                 threshold: float = 0.5, batch: int = 16) -> np.ndarray:
+    """IoU of every query of ``split`` for a trained model, threshold ``threshold``.
+
+    The split's clouds are already resampled to the data set's P points, so they are encoded as
+    stored, in batches, and each cloud is encoded once for all of its queries. This is what
+    ``predict`` computes on a P-point cloud (no resampling happens there either), batched.
+
+    Args:
+        model: An ``AffordanceModel``; clouds of another size than its ``num_points`` go
+            through ``predict_many`` (resampled, scores mapped back), one cloud at a time.
+        split: The split to score.
+        embeddings: Query text -> (text_dim,) unit embedding, for every text of the split.
+        threshold: Score threshold of the predicted region.
+        batch: Clouds encoded per forward pass (bounds memory).
+    """
+    import torch
+
+    region_mask(np.zeros(1), threshold)  # validates the threshold
+    out = np.empty(len(split.query_cloud), dtype=np.float64)
+    if len(split) and split.points.shape[1] != model.config.num_points:
+        # Another cloud size than the model's: resample and map back per cloud, as on the robot.
+        from afford_perception.affordance.model import predict_many
+
+        for i in range(len(split)):
+            q = np.flatnonzero(split.query_cloud == i)
+            texts = [split.texts[t] for t in split.query_text[q]]
+            scores = predict_many(model, split.points[i], texts,
+                                  embedder=lambda ts: np.stack([embeddings[t] for t in ts]))
+            out[q] = [iou(s >= threshold, t) for s, t in zip(scores, split.query_targets(q), strict=True)]
+        return out
+    queries = torch.from_numpy(np.stack([embeddings[t] for t in split.texts]).astype(np.float32))
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        projected = model.query(queries)
+        for start in range(0, len(split), batch):
+            stop = min(start + batch, len(split))
+            feats = model.encode(torch.from_numpy(np.ascontiguousarray(split.points[start:stop])))
+            q = np.flatnonzero((split.query_cloud >= start) & (split.query_cloud < stop))
+            if len(q) == 0:
+                continue
+            local = torch.from_numpy(split.query_cloud[q] - start)
+            logits = model.match(feats[local], projected[torch.from_numpy(split.query_text[q])])
+            pred = torch.sigmoid(logits).numpy() >= threshold
+            targets = split.query_targets(q)
+            out[q] = [iou(p, t) for p, t in zip(pred, targets, strict=True)]
+    model.train(was_training)
+    return out
+
+
+def part_source_ious(source: GroundingSource, split: AffordanceSplit, threshold: float = 0.5) -> tuple[
+        np.ndarray, int]:
+    """IoU of every query of ``split`` for a part-grounding source, and the number of clouds it
+    could not ground (``GroundingError``; scored as an empty prediction, which is what the robot
+    would act on)."""
+    out = np.empty(len(split.query_cloud), dtype=np.float64)
+    failures = 0
+    for i in range(len(split)):
+        q = np.flatnonzero(split.query_cloud == i)
+        if len(q) == 0:
+            continue
+        name = split.categories[split.category[i]]
+        info = category(name)
+        cloud = ObjectCloud(points=split.points[i].astype(np.float64), category=name,
+                            part_labels=split.part_labels[i].astype(np.int64), part_names=info.parts)
+        regions: dict[str, np.ndarray] = {}
+        failed = False
+        for part in info.parts:
+            try:
+                regions[part] = region_mask(source.ground(cloud, part), threshold)
+            except GroundingError:
+                failed = True
+                regions[part] = np.zeros(len(cloud), dtype=bool)
+        failures += failed
+        targets = split.query_targets(q)
+        for row, qi in enumerate(q):
+            pred = np.zeros(len(cloud), dtype=bool)
+            for part in info.parts_with(split.affordances[split.query_affordance[qi]]):
+                pred |= regions[part]
+            out[qi] = iou(pred, targets[row])
+    return out, failures
+
+
+def _default_embedder(texts: Sequence[str]) -> np.ndarray:
+    from afford_perception.text_embedding import embed
+
+    return embed(texts)
+
+
+def evaluate_sources(
+    data_dir: Path | str,
+    sources: Sequence[str] = ("learned", "geometric", "oracle"),
+    splits: Sequence[str] = HELDOUT_SPLITS,
+    weights: Path | str | None = None,
+    threshold: float = 0.5,
+    embedder: Embedder | None = None,
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """mIoU of each source on each split of a generated data set.
+
+    Args:
+        data_dir: Folder written by ``dataset.generate``.
+        sources: Grounding source names; ``learned`` is scored on the query text, the others
+            through the parts that offer the queried affordance.
+        splits: Split names (default the three held-out ones).
+        weights: Checkpoint for ``learned`` (default: as ``LearnedSource`` resolves it).
+        threshold: Score threshold of every predicted region.
+        embedder: ``texts -> (len, 384)`` for the learned model; default the shipped MiniLM.
+
+    Returns:
+        ``{split: {source: {"per_affordance": {affordance: mIoU}, "overall": mIoU,
+        "queries": int, "failures": int, "seconds": float}}}``; ``failures`` counts clouds a
+        part source refused (always 0 for ``learned``).
+    """
+    unknown = [s for s in splits if s not in SPLITS]
+    if unknown:
+        raise KeyError(f"unknown split {unknown[0]!r}; known: {', '.join(SPLITS)}")
+    if not sources:
+        raise ValueError("no sources to evaluate")
+    if not (Path(data_dir) / MANIFEST).is_file():
+        raise FileNotFoundError(f"no affordance data set in {data_dir} (no {MANIFEST}): generate it with "
+                                "`afford affordance data`")
+    loaded = {name: load(Path(data_dir) / f"{name}.npz") for name in splits}
+    built: dict[str, Any] = {}
+    for name in dict.fromkeys(sources):
+        if name == "learned":
+            from afford_perception.affordance.source import LearnedSource
+
+            built[name] = LearnedSource(weights=weights, embedder=embedder)
+        else:
+            built[name] = make_source(name)
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    for split_name, split in loaded.items():
+        affs = [split.affordances[a] for a in split.query_affordance]
+        results[split_name] = {}
+        for name, source in built.items():
+            t0 = time.perf_counter()
+            if name == "learned":
+                emb = source.embeddings(split.texts)
+                ious, failures = learned_ious(source.model, split, emb, threshold), 0
+            else:
+                ious, failures = part_source_ious(source, split, threshold)
+            results[split_name][name] = {**summarize(affs, ious), "failures": failures,
+                                         "seconds": time.perf_counter() - t0}
+    return results

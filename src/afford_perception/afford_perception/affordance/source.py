@@ -1,0 +1,125 @@
+"""The ``learned`` grounding source: the trained affordance model behind the grounding interface.
+
+The model answers phrases ("where you hold it"), and a phrase names an affordance, whose region
+may span several parts (a pot's handle and its lid knob are both grasped by hand). The grounding
+interface asks for one part, so a part is decoded from affordance regions with set algebra over
+the ontology: the part is where every affordance it offers fires, and no affordance that only
+other parts of the category offer does (soft AND / AND NOT: ``min`` of the former times one
+minus the ``max`` of the latter). A mug's handle is then "grasp_handle and hang, not grasp_body,
+contain, pour_in or pour_out". Parts that offer exactly the same affordances (a cabinet's drawer
+and door handles) cannot be told apart this way: both get their common region.
+
+Each affordance is asked with the phrase that is the part's own name when the vocabulary has it
+("the handle", "the spout"), otherwise with the affordance's first seen phrasing.
+
+Weights come from, in order: the ``weights=`` argument, the ``AFFORD_AFFORDANCE_WEIGHTS``
+environment variable, the shipped file ``affordance/weights/affordance.pt``. Nothing is ever
+downloaded; with none of the three, construction fails naming the options.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from afford_perception.affordance.model import AffordanceModel, load_model, predict, predict_many
+from afford_perception.affordance.vocabulary import PHRASINGS, split_phrasings
+from afford_perception.grounding.base import GroundingSource, register_source
+from afford_perception.ontology import AFFORDANCES, category
+from afford_perception.types import ObjectCloud
+
+#: Environment variable naming a checkpoint; overrides the shipped default.
+WEIGHTS_ENV = "AFFORD_AFFORDANCE_WEIGHTS"
+#: Where shipped weights live (absent in a checkout without trained weights).
+DEFAULT_WEIGHTS = Path(__file__).resolve().parent / "weights" / "affordance.pt"
+
+Embedder = Callable[[Sequence[str]], np.ndarray]
+
+
+class WeightsNotFound(FileNotFoundError):
+    """No affordance checkpoint was given, configured or shipped."""
+
+
+def resolve_weights(weights: Path | str | None = None) -> Path:
+    """The checkpoint the learned source loads: ``weights``, else ``$AFFORD_AFFORDANCE_WEIGHTS``,
+    else the shipped default; a clear error when the chosen file does not exist."""
+    if weights is not None:
+        path, origin = Path(weights), "weights argument (CLI: --weights)"
+    elif os.environ.get(WEIGHTS_ENV):
+        path, origin = Path(os.environ[WEIGHTS_ENV]), f"${WEIGHTS_ENV}"
+    else:
+        if not DEFAULT_WEIGHTS.is_file():
+            raise WeightsNotFound(
+                f"no affordance model weights: pass weights=PATH (CLI: --weights PATH) or set "
+                f"{WEIGHTS_ENV}=PATH; nothing is shipped at {DEFAULT_WEIGHTS} "
+                "(train one with `afford affordance train`)"
+            )
+        return DEFAULT_WEIGHTS
+    if not path.is_file():
+        raise WeightsNotFound(f"no affordance model weights at {path} (from the {origin}); pass weights=PATH "
+                              f"(CLI: --weights PATH) or set {WEIGHTS_ENV}=PATH to an existing checkpoint")
+    return path
+
+
+def _default_embedder(texts: Sequence[str]) -> np.ndarray:
+    from afford_perception.text_embedding import embed
+
+    return embed(texts)
+
+
+def affordance_phrase(part: str, affordance: str) -> str:
+    """The phrase asking for ``affordance`` when the part ``part`` is meant: the part's own
+    name ("the spout") if it is a phrasing of that affordance, else its first seen phrasing."""
+    own = f"the {part.replace('_', ' ')}"
+    if own in PHRASINGS[affordance]:
+        return own
+    return split_phrasings().seen[affordance][0]
+
+
+@register_source("learned")
+class LearnedSource(GroundingSource):
+    """Part scores from the learned open-vocabulary affordance model.
+
+    Args:
+        weights: Checkpoint path; default ``$AFFORD_AFFORDANCE_WEIGHTS`` or the shipped file.
+        embedder: ``texts -> (len(texts), 384)`` unit rows; default the shipped MiniLM. Tests
+            pass a stub so they need not load it.
+
+    Raises:
+        WeightsNotFound: no checkpoint (the message names ``weights=`` and the variable).
+        CheckpointMismatch: the file is not a checkpoint this code can load.
+    """
+
+    def __init__(self, weights: Path | str | None = None, embedder: Embedder | None = None) -> None:
+        self.weights = resolve_weights(weights)
+        self.model: AffordanceModel = load_model(self.weights)
+        self._embedder = embedder or _default_embedder
+
+    def embeddings(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Text -> unit embedding for each of ``texts`` (one embedder call)."""
+        unique = list(dict.fromkeys(texts))
+        rows = np.asarray(self._embedder(unique), dtype=np.float32) if unique else np.zeros((0, 0))
+        return dict(zip(unique, rows, strict=True))
+
+    def query(self, cloud: ObjectCloud | np.ndarray, text: str) -> np.ndarray:
+        """(N,) scores in [0, 1] of a free-text query on a cloud (an ``ObjectCloud`` or (N, 3))."""
+        points = cloud.points if isinstance(cloud, ObjectCloud) else cloud
+        return predict(self.model, np.asarray(points), text, embedder=self._embedder)
+
+    def _ground(self, cloud: ObjectCloud, part: str) -> np.ndarray:
+        info = category(cloud.category)
+        own = info.affordances.get(part, ())
+        if not own:
+            # No affordance to decode the part from: ask for it by name.
+            return self.query(cloud, f"the {part.replace('_', ' ')}")
+        others = [a for a in AFFORDANCES if a not in own
+                  and any(a in info.affordances.get(p, ()) for p in info.parts if p != part)]
+        texts = [affordance_phrase(part, a) for a in (*own, *others)]
+        scores = predict_many(self.model, cloud.points, texts, embedder=self._embedder)
+        region = scores[: len(own)].min(axis=0)
+        if others:
+            region = region * (1.0 - scores[len(own):].max(axis=0))
+        return region

@@ -1,0 +1,309 @@
+"""Training, the learned grounding source, the affordance benchmark and their CLI, end to end on a
+tiny data set.
+
+A tiny data set (three categories, two shapes each, one 512-point view) and a reduced model keep
+this under a minute on two cores; whether the shipped model is good is the benchmark's question,
+not these tests'. Text embeddings are stubbed with fixed random vectors per phrase so MiniLM
+(seven seconds to load) is never needed here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from afford_perception.affordance import source as source_mod
+from afford_perception.affordance.dataset import (
+    MANIFEST,
+    AffordanceDataConfig,
+    AffordanceSplit,
+    generate,
+    load,
+    sha256,
+)
+from afford_perception.affordance.evaluate import (
+    HELDOUT_SPLITS,
+    evaluate_sources,
+    part_source_ious,
+    summarize,
+)
+from afford_perception.affordance.model import AffordanceModelConfig, load_checkpoint
+from afford_perception.affordance.source import WEIGHTS_ENV, LearnedSource, WeightsNotFound, affordance_phrase
+from afford_perception.affordance.train import TrainConfig, TrainReport, cloud_weights, train
+from afford_perception.grounding import make_source
+from afford_perception.grounding.base import GroundingSource
+from afford_perception.ontology import category
+from afford_perception.types import ObjectCloud
+
+DATA = AffordanceDataConfig(
+    categories=("mug", "cabinet", "hammer"), unseen_categories=("pot", "scoop"), train_seeds=2,
+    heldout_seeds=1, unseen_category_seeds=1, views_per_shape=1, full_clouds_per_shape=0, num_points=512,
+    seed=0,
+)
+MODEL = AffordanceModelConfig(
+    num_points=512, feature_dim=32, sa1_centers=128, sa1_neighbors=16, sa1_mlp=(16, 32),
+    sa2_centers=32, sa2_neighbors=16, sa2_mlp=(32, 64), fp_mlp=(64,), text_hidden=64,
+)
+COMMAND = "afford affordance train --data tiny --steps 30"
+
+
+def stub_embedder(texts: list[str]) -> np.ndarray:
+    """A fixed unit vector per phrase (seeded by its characters): the model only sees vectors."""
+    rows = [np.random.default_rng(sum(map(ord, t))).normal(size=384) for t in texts]
+    return np.stack([r / np.linalg.norm(r) for r in rows]).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TrainReport]:
+    root = tmp_path_factory.mktemp("afford_train")
+    generate(DATA, root / "data", progress=False)
+    config = TrainConfig(data_dir=root / "data", out=root / "model.pt", steps=30, batch_clouds=4, log_every=5,
+                         val_every=10, model=MODEL, seed=0, command=COMMAND)
+    return root / "data", train(config, progress=False, embedder=stub_embedder)
+
+
+@pytest.fixture
+def no_default_weights(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No env var and no shipped file, whatever this checkout ships."""
+    monkeypatch.delenv(WEIGHTS_ENV, raising=False)
+    monkeypatch.setattr(source_mod, "DEFAULT_WEIGHTS", tmp_path / "absent" / "affordance.pt")
+
+
+@pytest.fixture
+def stub_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every LearnedSource built without an explicit embedder (the CLI's) uses the stub."""
+    monkeypatch.setattr(source_mod, "_default_embedder", stub_embedder)
+
+
+# --- training --------------------------------------------------------------------------------
+
+
+def test_training_lowers_the_loss_and_keeps_the_best_checkpoint(trained: tuple[Path, TrainReport]) -> None:
+    """If a short run cannot lower the loss, an hour-long one on the real data will not either,
+    and the robot would ship a model that scores every point alike."""
+    _, report = trained
+    assert report.steps == 30
+    assert report.losses[-1][1] < 0.85 * report.losses[0][1], report.losses
+    assert [s for s, _ in report.validations] == [10, 20, 30]
+    assert report.best_val_miou == max(m for _, m in report.validations)
+    assert report.out.is_file()
+    # No temporary file of the atomic write is left beside the checkpoint.
+    assert sorted(p.name for p in report.out.parent.iterdir() if p.is_file()) == ["model.pt"]
+
+
+def test_checkpoint_records_how_it_was_made(trained: tuple[Path, TrainReport]) -> None:
+    """Shipped weights must say which command and which data made them, or nobody can rebuild
+    or audit the model the robot acts on."""
+    data, report = trained
+    meta = load_checkpoint(report.out)["meta"]
+    assert meta["command"] == COMMAND
+    assert meta["data_manifest_sha"] == sha256(data / MANIFEST)
+    assert meta["steps"] == report.best_step
+    assert meta["val_miou"] == pytest.approx(report.best_val_miou)
+
+
+def _resampled(split: AffordanceSplit, clouds: list[int]) -> AffordanceSplit:
+    """A split holding ``clouds`` of ``split`` (repeats allowed), each with its own queries."""
+    keep = [np.flatnonzero(split.query_cloud == c) for c in clouds]
+    arrays = {k: getattr(split, k)[clouds] for k in ("points", "part_labels", "affordance_bits", "category",
+                                                     "shape_seed", "view", "full", "centre", "observed")}
+    arrays.update({
+        "format": np.array(1), "query_cloud": np.repeat(np.arange(len(clouds)), [len(q) for q in keep]),
+        "query_text": split.query_text[np.concatenate(keep)],
+        "query_affordance": split.query_affordance[np.concatenate(keep)],
+        "categories": np.array(split.categories), "texts": np.array(split.texts),
+        "affordances": np.array(split.affordances),
+    })
+    return AffordanceSplit("resampled", arrays)
+
+
+def test_rare_affordances_are_drawn_as_often_as_common_ones(trained: tuple[Path, TrainReport]) -> None:
+    """Only cabinets offer `pull`: with three times as many mug views, uniform draws would
+    starve it, and the robot could not find a drawer handle. Balanced draws pick cabinets as
+    often as mugs in total."""
+    data, _ = trained
+    split = load(data / "train.npz")
+    cats = np.array(split.categories)[split.category]
+    mugs, cabinets = np.flatnonzero(cats == "mug").tolist(), np.flatnonzero(cats == "cabinet").tolist()
+    skewed = _resampled(split, 3 * mugs + cabinets)
+    weights = cloud_weights(skewed)
+    is_mug = np.array([True] * 3 * len(mugs) + [False] * len(cabinets))
+    assert weights.sum() == pytest.approx(1.0)
+    assert weights[~is_mug].min() > weights[is_mug].max()
+    assert weights[~is_mug].sum() == pytest.approx(weights[is_mug].sum())
+
+
+def test_train_config_rejects_bad_budgets_and_mismatched_data(trained: tuple[Path, TrainReport],
+                                                             tmp_path: Path) -> None:
+    """A run without a budget never ends; a model of another cloud size would be trained on
+    clouds it cannot be run on."""
+    data, _ = trained
+    with pytest.raises(ValueError, match="budget"):
+        TrainConfig(data_dir=data, out=tmp_path / "m.pt", steps=None, minutes=None)
+    with pytest.raises(ValueError, match="512 points per cloud"):
+        train(TrainConfig(data_dir=data, out=tmp_path / "m.pt", steps=1), progress=False,
+              embedder=stub_embedder)
+    with pytest.raises(FileNotFoundError, match="affordance data"):
+        train(TrainConfig(data_dir=tmp_path, out=tmp_path / "m.pt", steps=1, model=MODEL), progress=False)
+
+
+def test_time_budget_stops_the_run_and_still_saves(trained: tuple[Path, TrainReport], tmp_path: Path) -> None:
+    """`--minutes` is how a run is fitted to the CPUs at hand: when time is up the run must stop
+    and leave a validated checkpoint, not an empty file or none."""
+    data, _ = trained
+    config = TrainConfig(data_dir=data, out=tmp_path / "m.pt", steps=None, minutes=1e-6, batch_clouds=2,
+                         model=MODEL, command="afford affordance train --minutes 0")
+    report = train(config, progress=False, embedder=stub_embedder)
+    assert report.steps == 1 and report.validations == [(1, report.best_val_miou)]
+    assert load_checkpoint(report.out)["meta"]["steps"] == 1
+
+
+# --- the learned source ----------------------------------------------------------------------
+
+
+def test_learned_source_loads_weights_from_the_environment(
+        trained: tuple[Path, TrainReport], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ROS node and `afford run --grounding learned` pick weights up from the environment;
+    the planner thresholds the scores at 0.5, so they must be one per point in [0, 1]."""
+    data, report = trained
+    monkeypatch.setenv(WEIGHTS_ENV, str(report.out))
+    source = make_source("learned", embedder=stub_embedder)
+    assert isinstance(source, LearnedSource) and source.name == "learned"
+    assert source.weights == report.out
+    split = load(data / "val_unseen_shapes.npz")
+    i = list(np.array(split.categories)[split.category]).index("mug")
+    cloud = ObjectCloud(points=split.points[i][:300].astype(np.float64), category="mug")
+    for part in category("mug").parts:
+        scores = source.ground(cloud, part)
+        assert scores.shape == (300,) and np.all((scores >= 0) & (scores <= 1))
+    free = source.query(cloud, "the thing you hang it by")
+    assert free.shape == (300,) and np.all((free >= 0) & (free <= 1))
+
+
+def test_weights_argument_beats_the_environment(trained: tuple[Path, TrainReport], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """An explicit --weights must win over a stale variable left in an operator's shell."""
+    _, report = trained
+    monkeypatch.setenv(WEIGHTS_ENV, str(tmp_path / "stale.pt"))
+    assert LearnedSource(weights=report.out, embedder=stub_embedder).weights == report.out
+    with pytest.raises(WeightsNotFound, match=WEIGHTS_ENV):
+        LearnedSource(embedder=stub_embedder)
+
+
+@pytest.mark.usefixtures("no_default_weights")
+def test_missing_weights_name_both_ways_to_provide_them() -> None:
+    """Without weights the source must stop with what to do, never try a download (no network
+    in a robot cell) or fall back silently to another source."""
+    with pytest.raises(WeightsNotFound) as err:
+        make_source("learned")
+    assert "weights=" in str(err.value) and WEIGHTS_ENV in str(err.value)
+
+
+def test_a_part_is_asked_for_by_its_own_name_when_the_vocabulary_has_it() -> None:
+    """"The spout" is what a person says; a generic phrasing would throw that cue away."""
+    assert affordance_phrase("spout", "pour_out") == "the spout"
+    assert affordance_phrase("drawer_handle", "pull") == "the drawer handle"
+    generic = affordance_phrase("handle", "hang")
+    assert generic != "the handle" and generic
+
+
+# --- the benchmark ---------------------------------------------------------------------------
+
+
+def test_evaluate_reports_every_split_and_source(trained: tuple[Path, TrainReport]) -> None:
+    """`afford affordance eval --json` is the number the issue is judged on: every held-out split,
+    every source, per affordance and overall; the oracle must be perfect or the targets are wrong."""
+    data, report = trained
+    results = evaluate_sources(data, weights=report.out, embedder=stub_embedder)
+    assert set(results) == set(HELDOUT_SPLITS)
+    for split, by_source in results.items():
+        assert set(by_source) == {"learned", "geometric", "oracle"}
+        for name, r in by_source.items():
+            assert {"per_affordance", "overall", "queries", "failures", "seconds"} <= set(r)
+            assert r["queries"] > 0 and 0.0 <= r["overall"] <= 1.0, (split, name)
+            assert r["overall"] == pytest.approx(np.mean(list(r["per_affordance"].values())))
+        assert by_source["oracle"]["overall"] == 1.0
+    assert results["val_unseen_shapes"]["learned"]["overall"] == pytest.approx(report.best_val_miou)
+
+
+class _Nothing(GroundingSource):
+    """Finds no part anywhere."""
+
+    name = "nothing"
+
+    def _ground(self, cloud: ObjectCloud, part: str) -> np.ndarray:
+        return np.zeros(len(cloud))
+
+
+def test_empty_targets_reward_predicting_nothing(trained: tuple[Path, TrainReport]) -> None:
+    """Asking a mug for a drawer pull must be answered with nothing: such queries score 1 when
+    nothing is predicted (views.iou), and a real part that is missed scores 0."""
+    data, _ = trained
+    split = load(data / "val_unseen_shapes.npz")
+    ious, failures = part_source_ious(_Nothing(), split)
+    empty = ~split.query_targets(np.arange(len(split.query_cloud))).any(axis=1)
+    assert failures == 0 and empty.any() and (~empty).any()
+    np.testing.assert_array_equal(ious, empty.astype(float))
+    summary = summarize(["pull", "pull", "grasp_handle"], [1.0, 0.0, 0.5])
+    assert summary["per_affordance"] == {"grasp_handle": 0.5, "pull": 0.5}
+    assert summary["overall"] == 0.5 and summary["queries"] == 3
+
+
+# --- CLI -------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("no_default_weights")
+def test_cli_without_weights_fails_in_one_line(trained: tuple[Path, TrainReport],
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """An operator running eval or show before training gets what to do, not a traceback."""
+    from afford_bringup.cli import main
+
+    data, _ = trained
+    assert main(["affordance", "eval", "--data", str(data), "--json"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("afford: error:") and WEIGHTS_ENV in err[0]
+    assert main(["show", "mug", "--query", "the handle", "-o", os.devnull]) == 2
+    assert "--weights" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("stub_text")
+def test_cli_show_query_draws_the_heat(trained: tuple[Path, TrainReport], tmp_path: Path) -> None:
+    """`afford show --query` is how a user checks where the model thinks "the handle" is."""
+    from afford_bringup.cli import main
+
+    _, report = trained
+    out = tmp_path / "heat.png"
+    args = ["show", "mug", "--query", "where you hold it", "--weights", str(report.out), "-o", str(out)]
+    assert main(args) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.usefixtures("stub_text")
+def test_cli_eval_json_covers_the_requested_split(trained: tuple[Path, TrainReport],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from afford_bringup.cli import main
+
+    data, report = trained
+    args = ["affordance", "eval", "--data", str(data), "--weights", str(report.out), "--split",
+            "test_unseen_phrasings", "--json"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out) == ["test_unseen_phrasings"]
+    assert set(out["test_unseen_phrasings"]) == {"learned", "geometric", "oracle"}
+
+
+def test_cli_train_refuses_data_of_another_cloud_size(trained: tuple[Path, TrainReport], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The default model runs on 2,048-point clouds; training it on other data must stop at once
+    with the fix, before an hour is spent."""
+    from afford_bringup.cli import main
+
+    data, _ = trained
+    assert main(["affordance", "train", "--data", str(data), "--steps", "1", "--out", str(tmp_path / "m.pt"),
+                 "--no-progress"]) == 2
+    assert "num_points" in capsys.readouterr().err
+    assert not (tmp_path / "m.pt").exists()
