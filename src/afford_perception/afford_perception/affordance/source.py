@@ -54,14 +54,16 @@ def resolve_weights(weights: Path | str | None = None) -> Path:
         if not DEFAULT_WEIGHTS.is_file():
             raise WeightsNotFound(
                 "no affordance model weights: pass weights=PATH (--weights PATH on `afford affordance "
-                f"eval` and `afford show`) or set {WEIGHTS_ENV}=PATH; nothing is shipped at {DEFAULT_WEIGHTS} "
+                f"eval` and `afford show`) or set {WEIGHTS_ENV}=PATH; nothing is shipped at "
+                f"{DEFAULT_WEIGHTS} "
                 "(train one with `afford affordance train`)"
             )
         return DEFAULT_WEIGHTS
     if not path.is_file():
         raise WeightsNotFound(
             f"no affordance model weights at {path} (from the {origin}); pass weights=PATH (--weights "
-            f"PATH on `afford affordance eval` and `afford show`) or set {WEIGHTS_ENV}=PATH to an existing checkpoint"
+            f"PATH on `afford affordance eval` and `afford show`) or set {WEIGHTS_ENV}=PATH to an "
+            "existing checkpoint"
         )
     return path
 
