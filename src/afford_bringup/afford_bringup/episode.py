@@ -268,7 +268,6 @@ class Episode:
             planner=self.planner,
             config=self.skill_config,
             allow_contact=allow,
-            tcp_pose=self.model.fk,
         )
         free_plan, _ = self.plans[grasp.index]
         held: dict[str, HeldObject] = {}

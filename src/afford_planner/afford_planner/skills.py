@@ -10,6 +10,7 @@ poses); a skill only reports whether each motion could be planned and executed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -167,7 +168,6 @@ class SkillRunner:
     planner: MotionPlanner
     config: SkillConfig = field(default_factory=SkillConfig)
     allow_contact: Callable[[str, bool], None] = lambda name, allowed: None
-    tcp_pose: Callable[[np.ndarray], np.ndarray] | None = None
 
     def _execute(self, result: PlanResult, stage: str) -> None:
         if not result.success:
@@ -187,9 +187,8 @@ class SkillRunner:
         self._execute(self.planner.cartesian_path(self.executor.arm_q(), pose), stage)
 
     def current_pose(self) -> np.ndarray:
-        if self.tcp_pose is None:
-            raise SkillError("the skill runner has no forward kinematics for the TCP")
-        return self.tcp_pose(self.executor.arm_q())
+        """The TCP pose now, by the planner's own forward kinematics of the measured joints."""
+        return self.planner.model.fk(self.executor.arm_q())
 
     # Stages -----------------------------------------------------------------------------------
 
@@ -408,8 +407,6 @@ class SkillRunner:
 
 def stage_iter(stages: list[tuple[str, Callable[[], None]]]) -> Iterator[StageReport]:
     """Run named stage callables in order; stop at the first that raises a :class:`SkillError`."""
-    import time
-
     for name, fn in stages:
         t0 = time.perf_counter()
         try:

@@ -67,7 +67,9 @@ class Task:
 
     def __init__(self, intent: Intent) -> None:
         self.intent = intent
+        # Set by begin(), which every episode (and every restart) calls before any check.
         self.start_z = 0.0
+        self._xyz0: np.ndarray = np.zeros(3)
 
     # Scene ------------------------------------------------------------------------------------
 
@@ -97,7 +99,7 @@ class Task:
 
     def check_approach(self, world: BatchWorld) -> Check:
         # Reaching the pre-grasp pose must not have disturbed the target.
-        moved = np.linalg.norm(world.object_pose(self.target_name)[:3, 3] - self._start_xyz(world))
+        moved = np.linalg.norm(world.object_pose(self.target_name)[:3, 3] - self._xyz0)
         return Check(bool(moved < 0.01), f"target moved {moved * 100:.1f} cm during the approach")
 
     def check_grasp(self, world: BatchWorld) -> Check:
@@ -112,11 +114,6 @@ class Task:
         dz = float(world.object_pose(self.target_name)[2, 3]) - self.start_z
         ok = dz > 0.05 and _held(world, self.target_name)
         return Check(ok, f"target raised {dz * 100:.1f} cm, held: {_held(world, self.target_name)}")
-
-    def _start_xyz(self, world: BatchWorld) -> np.ndarray:
-        if not hasattr(self, "_xyz0"):
-            self._xyz0 = world.object_pose(self.target_name)[:3, 3].copy()
-        return self._xyz0
 
 
 # The perception camera stands across the table facing the robot; the video camera watches
