@@ -8,12 +8,13 @@ scene once, save the world's state, and execute several candidates from that sam
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from afford_bringup.execution import Stage, WorldExecutor
+from afford_bringup.execution import Stage
 from afford_perception.grounding import GroundingSource
 from afford_perception.ontology import category
 from afford_perception.types import Intent, NextAction, ObjectCloud
@@ -30,7 +31,7 @@ from afford_planner.collision import HAND_LINKS, CollisionWorld
 from afford_planner.motion import MotionPlanner, PlanResult
 from afford_planner.robot_model import FR3Model
 from afford_planner.selection import Selection, SelectionConfig, select
-from afford_planner.skills import HeldObject, SkillConfig, SkillRunner
+from afford_planner.skills import Executor, HeldObject, SkillConfig, SkillRunner
 from afford_planner.task_constraints import TaskContext, compile_constraints, fill_task_terms
 from afford_planner.terms import TermsConfig, fill_terms
 from afford_planner.types import GraspCandidate
@@ -93,15 +94,53 @@ def _observed(world: BatchWorld, obs: Any, name: str, seed: int) -> ObjectCloud:
     )
 
 
+@dataclass(frozen=True)
+class Choice:
+    """What :meth:`Episode.choose` decided.
+
+    Attributes:
+        grasp: The chosen candidate, or None when the episode abstains.
+        reason: Why it abstains; empty when a grasp was chosen.
+        eligible: Candidates that passed the feasibility gate.
+        planned: Candidates with a collision-free plan.
+        considered: Candidates the motion planner was asked for.
+    """
+
+    grasp: GraspCandidate | None
+    reason: str
+    eligible: int
+    planned: int
+    considered: int
+
+
+@dataclass(frozen=True)
+class TableBox:
+    """The support surface as the planner models it: a box of ``size`` (x, y, thickness) whose
+    top face centre is ``pose``'s origin (``SceneSpec.table`` semantics)."""
+
+    size: tuple[float, float, float]
+    pose: np.ndarray
+
+    def __post_init__(self) -> None:
+        if len(self.size) != 3 or min(self.size) <= 0:
+            raise ValueError(f"table size must be three positive lengths, got {self.size}")
+        if np.shape(self.pose) != (4, 4) or not np.all(np.isfinite(self.pose)):
+            raise ValueError("table pose must be a finite 4x4 matrix")
+
+
 @dataclass
 class Episode:
     """The pipeline's state for one task in one scene.
 
+    Two ways to feed it: with a ``world`` (the batch world: :meth:`perceive` renders and
+    back-projects, :meth:`ground` calls the source), or, as the ROS graph's planner does, with
+    ``table`` and ``arm_q`` and what perception already grounded (:meth:`observe`).
+
     Attributes:
         intent: The parsed task.
-        task: The simulator task (scene and stage checks).
-        world: The batch world the scene lives in.
-        source: The grounding source.
+        task: The simulator task (scene and stage checks); None outside the batch world.
+        world: The batch world the scene lives in; None when perception happens elsewhere.
+        source: The grounding source; None when regions arrive grounded (:meth:`observe`).
         seed: Seed for the camera noise and the samplers.
         cloud: The target's observed cloud.
         parts: Grounded points per part of the target (grasp region, parts kept clear, the
@@ -111,12 +150,16 @@ class Episode:
         pull_axis: Opening direction of a drawer or door (furniture tasks only).
         candidates: The candidate set, with their terms once ranked.
         plans: Per candidate index, the free-space plan to the pre-grasp and the approach line.
+        table: The support surface, when there is no ``world`` to read it from.
+        arm_q: The robot's current joint values, when there is no ``world``.
+        look: Observes the held target again after the lift (its cloud and grounded parts), or
+            None to keep the grasp-time estimate; replaces the batch world's re-render.
     """
 
     intent: Intent
-    task: Task
-    world: BatchWorld
-    source: GroundingSource
+    task: Task | None
+    world: BatchWorld | None
+    source: GroundingSource | None
     seed: int = 0
     cloud: ObjectCloud | None = None
     parts: dict[str, np.ndarray] = field(default_factory=dict)
@@ -127,12 +170,20 @@ class Episode:
     candidates: list[GraspCandidate] = field(default_factory=list)
     plans: dict[int, tuple[PlanResult, PlanResult]] = field(default_factory=dict)
     skill_config: SkillConfig = field(default_factory=SkillConfig)
+    table: TableBox | None = None
+    arm_q: Callable[[], np.ndarray] | None = None
+    look: Callable[[], tuple[ObjectCloud, dict[str, np.ndarray]] | None] | None = None
 
     def __post_init__(self) -> None:
         self.model = FR3Model()
         self.cworld = CollisionWorld(self.model)
-        table = self.world.placed.spec.table
-        self.cworld.add_box("table", np.array([*table.size, table.thickness]), table.pose())
+        if self.world is not None:
+            spec = self.world.placed.spec.table
+            self.table = TableBox((*spec.size, spec.thickness), spec.pose())
+            self.arm_q = self.world.arm_q
+        if self.table is None or self.arm_q is None:
+            raise ValueError("an Episode needs a world, or both a table and an arm_q source")
+        self.cworld.add_box("table", np.array(self.table.size), self.table.pose)
         self.planner = MotionPlanner(self.model, self.cworld)
 
     @property
@@ -144,6 +195,7 @@ class Episode:
 
     def perceive(self) -> None:
         """Render the camera; back-project the target, the destination and the obstacles."""
+        assert self.world is not None, "perceive() renders the batch world; use observe() without one"
         obs = self.world.render()
         self.cloud = _observed(self.world, obs, self.intent.target, self.seed)
         if self.intent.destination:
@@ -155,21 +207,53 @@ class Episode:
             self.cworld.add_point_cloud("scene", self.obstacles, resolution=0.006)
         self.cworld.add_point_cloud("target", self.cloud.points, resolution=0.01)
 
+    def observe(
+        self,
+        cloud: ObjectCloud,
+        parts: dict[str, np.ndarray],
+        obstacles: np.ndarray,
+        dest_region: np.ndarray | None = None,
+        dest_support: np.ndarray | None = None,
+    ) -> None:
+        """Take perception's output as it is (the ROS graph: perception grounded the regions)."""
+        missing = [p for p in self.region_names() if p not in parts]
+        if missing:
+            raise ValueError(f"perception did not ground {missing} of the {self.intent.target}")
+        self.cloud, self.parts = cloud, dict(parts)
+        self.obstacles = np.asarray(obstacles, dtype=float).reshape(-1, 3)
+        self.dest_region, self.dest_support = dest_region, dest_support
+        if len(self.obstacles):
+            self.cworld.add_point_cloud("scene", self.obstacles, resolution=0.006)
+        self.cworld.add_point_cloud("target", cloud.points, resolution=0.01)
+        self._derive_axes()
+
+    def region_names(self) -> list[str]:
+        """The target's parts the task needs grounded: the grasp region, the parts kept clear
+        and the part used by the next action."""
+        intent = self.intent
+        names = [intent.grasp_region, *intent.keep_clear, *([intent.use_region] if intent.use_region else [])]
+        return list(dict.fromkeys(names))
+
     def _ground(self, cloud: ObjectCloud, part: str) -> np.ndarray:
+        assert self.source is not None, "no grounding source: regions arrive through observe()"
         return cloud.points[self.source.ground(cloud, part) >= 0.5]
 
     def ground(self) -> None:
         """Ground every region the task needs with the configured source."""
         intent, cloud = self.intent, self.cloud
         assert cloud is not None, "perceive() first"
-        names = [intent.grasp_region, *intent.keep_clear, *([intent.use_region] if intent.use_region else [])]
-        self.parts = {p: self._ground(cloud, p) for p in dict.fromkeys(names)}
+        self.parts = {p: self._ground(cloud, p) for p in self.region_names()}
         dest = getattr(self, "_dest_cloud", None)
         if dest is not None and intent.destination_region:
             self.dest_region = self._ground(dest, intent.destination_region)
             others = [p for p in dest.part_names if p != intent.destination_region]
             if others:
                 self.dest_support = np.vstack([self._ground(dest, p) for p in others])
+        self._derive_axes()
+
+    def _derive_axes(self) -> None:
+        intent, cloud = self.intent, self.cloud
+        assert cloud is not None
         if intent.next_action in FURNITURE_ACTIONS:
             face = self.parts.get(intent.use_region or "", np.empty((0, 3)))
             self.pull_axis = front_normal(self.region, face, cloud.points)
@@ -219,7 +303,8 @@ class Episode:
         """Plan each candidate (free space to the pre-grasp, then the straight approach) and
         set its ``plan`` term to 1/L normalised by the best; 0 without a collision-free plan.
         Eligible candidates that were not planned get 0 too, so L4 ranks a consistent set."""
-        q0 = self.world.arm_q()
+        assert self.arm_q is not None
+        q0 = self.arm_q()
         raw: dict[int, float] = {}
         for c in cands:
             pre = c.pose_matrix()
@@ -242,22 +327,61 @@ class Episode:
             elif c.terms.get("eligible", 0) > 0:
                 c.terms["plan"] = 0.0
 
+    def choose(
+        self, terms: TermsConfig | None, selection: SelectionConfig, plan_top_k: int, plan_all: bool = False
+    ) -> Choice:
+        """Rank (L3), plan the best ``plan_top_k`` eligible candidates and pick by L4, or, as
+        AffordSim's Stage 2 alone (``plan_all``), plan every raw candidate and take the shortest
+        collision-free path. Call after :meth:`propose`."""
+        cands = self.candidates
+        l3 = self.score(terms, selection)
+        if l3.chosen is None and not plan_all:
+            return Choice(None, l3.reason, len(l3.eligible), 0, 0)
+        by_index = {c.index: c for c in cands}
+        eligible = set(l3.eligible)
+        ranked = list(cands) if plan_all else [by_index[i] for i in l3.ranking if i in eligible][:plan_top_k]
+        self.plan(ranked)
+        if plan_all:
+            best = max(cands, key=lambda c: (c.terms.get("plan", 0.0), -c.index))
+            grasp, reason = (best, "") if best.terms.get("plan", 0.0) > 0 else (None, "")
+        else:
+            l4 = select(
+                [c for c in cands if "plan" in c.terms] or cands, dataclasses.replace(selection, level="L4")
+            )
+            grasp, reason = l4.chosen, l4.reason
+        if grasp is None or grasp.index not in self.plans:
+            grasp, reason = None, reason or "no candidate has a collision-free plan"
+        return Choice(grasp, reason, len(l3.eligible), len(self.plans), len(ranked))
+
     # Execution ----------------------------------------------------------------------------------
 
     def restart(self, state: Any) -> None:
         """Return to a saved world state (``BatchWorld.save_state``) with the planner's world as
         perception left it, so another candidate can be executed from the identical start."""
+        assert self.world is not None
         self.world.restore_state(state)
         assert self.cloud is not None
         if "target" not in self.cworld.obstacle_names:
             self.cworld.add_point_cloud("target", self.cloud.points, resolution=0.01)
         self.cworld.disallow("target")
 
-    def stages(self, grasp: GraspCandidate, executor: WorldExecutor) -> list[Stage]:
+    def _look_again(self) -> tuple[ObjectCloud, dict[str, np.ndarray]] | None:
+        """The held target seen again (batch world: render; graph: the ``look`` callable)."""
+        if self.look is not None:
+            return self.look()
+        if self.world is None:
+            return None
+        try:
+            now = _observed(self.world, self.world.render(), self.intent.target, self.seed + 2)
+        except ValueError:
+            return None  # hidden by the hand
+        return now, {k: self._ground(now, k) for k in self.parts}
+
+    def stages(self, grasp: GraspCandidate, executor: Executor) -> list[Stage]:
         """The skill's stages for ``grasp``, as named callables run in order."""
-        intent, world = self.intent, self.world
-        assert self.cloud is not None
-        cloud = self.cloud
+        intent = self.intent
+        assert self.cloud is not None and self.arm_q is not None
+        cloud, arm_q = self.cloud, self.arm_q
 
         def allow(_name: str, allowed: bool) -> None:
             # The planner knows the target by its cloud's name, whatever the object is called.
@@ -285,13 +409,12 @@ class Episode:
             runner.lift()
             # Objects shift in the fingers while they close; look at the held object once lifted
             # so that the carry, hang or pour aims with where it really is in the hand.
-            try:
-                now = _observed(world, world.render(), intent.target, self.seed + 2)
-            except ValueError:
-                return  # hidden by the hand: keep the grasp-time estimate
-            seen = {k: self._ground(now, k) for k in self.parts}
-            if len(now) >= 50 and all(len(v) >= 10 for v in seen.values()):
-                held["obj"] = HeldObject.from_world(self.model.fk(world.arm_q()), now.points, seen)
+            seen_again = self._look_again()
+            if seen_again is None:
+                return  # hidden by the hand or no camera: keep the grasp-time estimate
+            now, seen = seen_again
+            if len(now) >= 50 and all(len(seen.get(k, ())) >= 10 for k in self.parts):
+                held["obj"] = HeldObject.from_world(self.model.fk(arm_q()), now.points, seen)
 
         stages: list[Stage] = [("approach", lambda: runner.approach(grasp, free_plan)), ("grasp", do_grasp)]
         action = intent.next_action

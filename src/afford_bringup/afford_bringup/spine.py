@@ -9,7 +9,6 @@ Everything here is ROS-free; the ROS 2 graph wraps the same calls in nodes.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -167,7 +166,7 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
     from afford_bringup.execution import WorldExecutor
     from afford_perception.grounding import make_source
     from afford_perception.parser import parse
-    from afford_planner.selection import SelectionConfig, candidate_set_hash, select
+    from afford_planner.selection import SelectionConfig, candidate_set_hash
     from afford_planner.skills import stage_iter
     from afford_sim.scene import sample_scene
     from afford_sim.tasks import task_for
@@ -220,37 +219,19 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         )
 
         selection = SelectionConfig(combination=cfg.combination, gate=cfg.gate)
-        with timer("select"):
-            l3 = ep.score(cfg.terms, selection)
-        result.eligible = len(l3.eligible)
-        _say(progress, f"[select] {len(cands)} candidates, {result.eligible} pass the gate")
-        if l3.chosen is None and not cfg.plan_all:
-            return _finish(result, timer, t_start, l3.reason)
-
-        # Stage 2: plan the best eligible candidates (or, as a baseline, every raw one).
+        # Stage 2 plans the best eligible candidates (or, as a baseline, every raw one).
         with timer("plan"):
-            by_index = {c.index: c for c in cands}
-            ranked = (
-                list(cands) if cfg.plan_all else [by_index[i] for i in l3.ranking if i in set(l3.eligible)]
-            )
-            ranked = ranked if cfg.plan_all else ranked[: cfg.plan_top_k]
-            ep.plan(ranked)
-            if cfg.plan_all:
-                # AffordSim's Stage 2 alone: the shortest collision-free path wins.
-                best = max(cands, key=lambda c: (c.terms.get("plan", 0.0), -c.index))
-                grasp, reason = (best, "") if best.terms.get("plan", 0.0) > 0 else (None, "")
-            else:
-                l4 = select(
-                    [c for c in cands if "plan" in c.terms] or cands,
-                    dataclasses.replace(selection, level="L4"),
-                )
-                grasp, reason = l4.chosen, l4.reason
-        if grasp is None or grasp.index not in ep.plans:
-            return _finish(result, timer, t_start, reason or "no candidate has a collision-free plan")
+            choice = ep.choose(cfg.terms, selection, cfg.plan_top_k, plan_all=cfg.plan_all)
+        result.eligible = choice.eligible
+        _say(progress, f"[select] {len(cands)} candidates, {result.eligible} pass the gate")
+        grasp = choice.grasp
+        if grasp is None:
+            return _finish(result, timer, t_start, choice.reason)
         result.selected = grasp.as_dict()
         _say(
             progress,
-            f"[plan] {len(ep.plans)}/{len(ranked)} planned; chose #{grasp.index} (score {grasp.score:.3f})",
+            f"[plan] {choice.planned}/{choice.considered} planned; "
+            f"chose #{grasp.index} (score {grasp.score:.3f})",
         )
         if not cfg.execute:
             return _finish(result, timer, t_start)
