@@ -85,20 +85,28 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
 
+    ratio_to = [g for g in args.grounding if g != "oracle"] if "oracle" in args.grounding else []
     lines = [
         f"Command: `python bench/skill_success.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
         f"Episodes: {len(results)}, wall time {time.perf_counter() - t0:.0f} s.",
         "",
-        "| skill | sentence | " + " | ".join(f"{g} success (95% CI)" for g in args.grounding) + " |",
-        "|---|---|" + "---|" * len(args.grounding),
+        "| skill | sentence | "
+        + " | ".join(f"{g} success (95% CI)" for g in args.grounding)
+        + "".join(f" | {g} / oracle" for g in ratio_to)
+        + " |",
+        "|---|---|" + "---|" * (len(args.grounding) + len(ratio_to)),
     ]
     for s in args.skills:
-        cells = []
+        cells, rate = [], {}
         for g in args.grounding:
             rs = [r for r in results if r["skill"] == s and r["grounding"] == g]
             k = sum(bool(r["success"]) for r in rs)
             lo, hi = wilson(k, len(rs))
-            cells.append(f"{k}/{len(rs)} = {k / max(len(rs), 1):.2f} [{lo:.2f}, {hi:.2f}]")
+            rate[g] = k / max(len(rs), 1)
+            cells.append(f"{k}/{len(rs)} = {rate[g]:.2f} [{lo:.2f}, {hi:.2f}]")
+        # A source's success as a share of the oracle's on the same scenes (AffordSim's measure
+        # of how much of the oracle's performance a real affordance model keeps).
+        cells += [f"{rate[g] / rate['oracle']:.2f}" if rate["oracle"] > 0 else "n/a" for g in ratio_to]
         lines.append(f'| {s} | "{SKILLS[s]}" | ' + " | ".join(cells) + " |")
     lines += ["", "Where the failures happened (first failed stage, or abstention / error):", ""]
     for s in args.skills:

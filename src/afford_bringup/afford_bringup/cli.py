@@ -376,6 +376,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_eval(sub)
     _add_affordance(sub)
+    from afford_bringup import graph_cli
+    from afford_bringup.launcher import register_cli as add_bringup
+
+    add_bringup(sub)
+    graph_cli.add_parsers(sub)
     return p
 
 

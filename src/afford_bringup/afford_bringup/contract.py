@@ -72,7 +72,8 @@ TOPICS: tuple[Topic, ...] = (
     Topic("/camera/color/camera_info", "sensor_msgs/msg/CameraInfo", CAMERA_FRAME, "sensor", "sim_world",
           "Pinhole intrinsics of the colour image (plumb_bob, no distortion in sim)."),
     Topic("/camera/aligned_depth_to_color/image_raw", "sensor_msgs/msg/Image", CAMERA_FRAME, "sensor",
-          "sim_world", "Depth aligned to the colour image, 16UC1 in millimetres (0 = no return)."),
+          "sim_world", "Depth aligned to the colour image: 16UC1 in millimetres (RealSense, sim world) or "
+          "32FC1 in metres (Isaac Sim); 0 = no return."),
     Topic("/camera/extrinsics", "geometry_msgs/msg/PoseStamped", BASE_FRAME, "latched", "sim_world",
           "Pose of the camera's optical frame in the robot base frame (hand-eye calibration)."),
     Topic("/sim/ground_truth/segmentation", "sensor_msgs/msg/Image", CAMERA_FRAME, "sensor", "sim_world",
@@ -82,7 +83,8 @@ TOPICS: tuple[Topic, ...] = (
           "Simulator ground truth: the scene's object names, one per line, in segmentation order.",
           sim_only=True),
     Topic("/joint_states", "sensor_msgs/msg/JointState", BASE_FRAME, "sensor", "executor",
-          "FR3 joints fr3_joint1..7 and the finger width (fr3_finger_width, m), 100 Hz."),
+          "FR3 joints fr3_joint1..7 and the finger width (fr3_finger_width, m), 100 Hz. In Isaac Sim "
+          "the world publishes it and the executor only commands."),
     Topic("/afford/robot_error", "afford_interfaces/msg/RobotError", "", "reliable", "executor",
           "Reflexes, refused commands (limits), stops and connection faults."),
     Topic("/afford/stop", "std_msgs/msg/Empty", "", "reliable", "operator",

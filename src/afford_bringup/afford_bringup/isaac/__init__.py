@@ -1,0 +1,1 @@
+"""Isaac Sim as the third world: bridge configuration and scene script (runs inside Isaac Sim only)."""

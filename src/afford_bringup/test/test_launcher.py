@@ -1,0 +1,176 @@
+"""The pip-only launcher (``afford bringup``) with real processes: shutdown, failures, dry runs.
+
+The fixture graph's nodes are small processes (``_launcher_fixture_node.py``) that each start a
+helper, as the sim world starts its render process, and then misbehave in the ways real nodes
+do: forget their helper, leave one that ignores SIGINT, or one that escaped into its own
+session. The checks are by pid, through ``/proc``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from afford_bringup.graph import GRAPHS, config_dir
+from afford_bringup.launcher import _proc_stat, parse_sets
+
+HERE = Path(__file__).resolve().parent
+DRIVER = HERE / "_launcher_fixture_graph.py"
+
+
+def _gone(pid: int) -> bool:
+    st = _proc_stat(pid)
+    return st is None or st[0] == "Z"
+
+
+def _start(tmp_path: Path, *specs: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    # Its own session, like a shell job, so the test can send Ctrl-C to its whole group.
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), str(tmp_path), *specs],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def _wait_pids(
+    tmp_path: Path, names: list[str], proc: subprocess.Popen[str], timeout: float = 30.0
+) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        files = [tmp_path / f"{n}.pids" for n in names]
+        if all(f.is_file() for f in files):
+            return [int(p) for f in files for p in f.read_text().split()]
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=10) if proc.poll() is not None else ("", "")
+    raise AssertionError(f"fixture nodes did not start: rc {proc.poll()}\n{out}\n{err}")
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float = 30.0) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise AssertionError(f"launcher did not exit within {timeout} s\n{out}\n{err}") from None
+    return proc.returncode, out, err
+
+
+def _kill_leftovers(pids: list[int]) -> None:
+    for pid in pids:  # only if the test failed: do not leave processes behind for other workers
+        if not _gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_ctrl_c_stops_every_node_and_every_helper(tmp_path: Path) -> None:
+    """Ctrl-C in the terminal running `afford bringup` must end the whole graph: on a lab PC a
+    left-over sim world keeps the libfranka port and the camera busy, and the next bring-up
+    then talks to a ghost. Helpers that ignore SIGINT or escaped into their own session are
+    ended too, and the launcher reports a clean stop."""
+    proc = _start(tmp_path, "alpha:run:group", "beta:run:session")
+    pids = _wait_pids(tmp_path, ["alpha", "beta"], proc)
+    try:
+        assert not any(_gone(p) for p in pids)
+        time.sleep(0.3)
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        t0 = time.monotonic()
+        rc, out, err = _finish(proc)
+        took = time.monotonic() - t0
+        leftover = [p for p in pids if not _gone(p)]
+    finally:
+        _kill_leftovers(pids)
+    assert leftover == [], f"processes outlived the launcher: {leftover}\n{err}"
+    assert rc == 0, err
+    assert "graph stopped" in err
+    # The nodes' own output arrives, prefixed by node name; SIGINT reached the nodes first.
+    assert "[alpha] ready as alpha" in out and "[beta ] ready as beta" in out
+    assert "[alpha] interrupted, exiting" in out
+    # The SIGINT-proof helper needed the SIGTERM stage (1.5 s grace), not SIGKILL (3 s).
+    assert "sending SIGTERM" in err and "sending SIGKILL" not in err
+    assert took < 10.0
+
+
+def test_a_required_node_that_dies_stops_the_graph_and_is_named(tmp_path: Path) -> None:
+    """A graph that lost its executor or perception must not go on accepting tasks: the
+    launcher stops everything, exits non-zero and says which node died and how."""
+    proc = _start(tmp_path, "steady:run:group", "flaky:die:group")
+    pids = _wait_pids(tmp_path, ["steady", "flaky"], proc)
+    try:
+        rc, out, err = _finish(proc)
+        leftover = [p for p in pids if not _gone(p)]
+    finally:
+        _kill_leftovers(pids)
+    assert rc == 1, err
+    assert "required node flaky exited with code 3" in err
+    assert "[flaky ] failing on purpose" in out
+    assert leftover == [], f"processes outlived the launcher: {leftover}"
+
+
+def test_an_optional_node_may_exit_while_the_graph_runs_on(tmp_path: Path) -> None:
+    """Only required nodes bring the graph down; an optional viewer may come and go."""
+    proc = _start(tmp_path, "core:run:group", "viewer:die:group:optional")
+    pids = _wait_pids(tmp_path, ["core", "viewer"], proc)
+    try:
+        deadline = time.monotonic() + 10
+        while not _gone(pids[2]) and time.monotonic() < deadline:  # the viewer node itself
+            time.sleep(0.05)
+        time.sleep(0.5)
+        assert proc.poll() is None, "the graph stopped because an optional node exited"
+        os.killpg(proc.pid, signal.SIGINT)
+        rc, out, err = _finish(proc)
+        leftover = [p for p in pids if not _gone(p)]
+    finally:
+        _kill_leftovers(pids)
+    assert rc == 0, err
+    assert "viewer exited with code 3 (not required" in err
+    assert leftover == []
+
+
+def _launcher(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "afford_bringup.launcher", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_dry_run_prints_each_node_command_with_files_overrides_and_fixed_parameters() -> None:
+    """`--dry-run` is how an operator checks what will run on the robot before it runs."""
+    res = _launcher(
+        "fr3_real", "--dry-run", "--set", "executor.robot_ip=10.0.0.7", "--set", "camera.serial='0123'"
+    )
+    assert res.returncode == 0, res.stderr
+    commands = [line for line in res.stdout.splitlines() if not line.startswith("#")]
+    assert len(commands) == len(GRAPHS["fr3_real"].nodes)
+    cfg = config_dir() / "fr3_real.yaml"
+    by_node = {n.name: c for n, c in zip(GRAPHS["fr3_real"].nodes, commands, strict=True)}
+    assert by_node["executor"].endswith(
+        f"-m afford_bringup.nodes.executor --ros-args -r __node:=executor --params-file {cfg} "
+        "-p 'robot_ip:=\"10.0.0.7\"'"
+    )
+    # A serial of digits stays a string; fixed parameters come last so nothing overrides them.
+    assert "-p 'serial:=\"0123\"'" in by_node["camera"]
+    assert by_node["task_server"].endswith("-p 'mode:=\"real\"' -p auto_approve:=false")
+
+
+def test_set_refuses_parameters_the_graph_fixes_and_unknown_nodes() -> None:
+    """No command line may switch the real graph to automatic approval."""
+    res = _launcher("fr3_real", "--dry-run", "--set", "task_server.auto_approve=true")
+    assert res.returncode == 2
+    assert "task_server.auto_approve is fixed by graph fr3_real" in res.stderr
+    with pytest.raises(KeyError, match="no node 'planer'"):
+        parse_sets(["planer.gate=false"], GRAPHS["fr3_sim"])
+    with pytest.raises(ValueError, match="NODE.PARAM=VALUE"):
+        parse_sets(["gate=false"], GRAPHS["fr3_sim"])
+    assert parse_sets(
+        ["planner.plan_top_k=3", "sim_world.sentence=hang the mug on the rack"], GRAPHS["fr3_sim"]
+    ) == {"planner": {"plan_top_k": 3}, "sim_world": {"sentence": "hang the mug on the rack"}}
