@@ -261,10 +261,8 @@ def _joint_state_publisher(node: Any, topic: str, frame_id: str) -> Any:
     from rclpy.qos import QoSProfile, ReliabilityPolicy
     from sensor_msgs.msg import JointState
 
-    # The contract's "sensor" profile: best effort, keep last 5.
-    pub = node.create_publisher(
-        JointState, topic, QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)
-    )
+    # The contract's "sensor" profile: reliable, keep last 2.
+    pub = node.create_publisher(JointState, topic, QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE))
 
     def publish(names: Sequence[str], positions: Sequence[float]) -> None:
         msg = JointState()
