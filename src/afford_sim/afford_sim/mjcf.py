@@ -159,7 +159,7 @@ def _load_fr3(config: ModelConfig) -> mujoco.MjSpec:
     return spec
 
 
-def _add_table(spec: mujoco.MjSpec, placed: PlacedScene, config: ModelConfig) -> None:
+def add_table(spec: mujoco.MjSpec, placed: PlacedScene, config: ModelConfig) -> None:
     table = placed.spec.table
     pose = table.pose()
     spec.worldbody.add_geom(
@@ -187,7 +187,7 @@ def _piece_masses(obj: PlacedObject, config: ModelConfig) -> dict[str, float]:
     return {n: obj.asset.mass * v / total for n, v in vols.items()}
 
 
-def _add_object(spec: mujoco.MjSpec, obj: PlacedObject, config: ModelConfig) -> None:
+def add_object(spec: mujoco.MjSpec, obj: PlacedObject, config: ModelConfig) -> None:
     asset = obj.asset
     masses = _piece_masses(obj, config)
     root = asset.links[0]
@@ -231,7 +231,7 @@ def _add_object(spec: mujoco.MjSpec, obj: PlacedObject, config: ModelConfig) -> 
         )
 
 
-def _add_camera(spec: mujoco.MjSpec, cam: CameraSpec) -> None:
+def add_camera(spec: mujoco.MjSpec, cam: CameraSpec) -> None:
     world_T_cv = cam.extrinsics()
     rot = world_T_cv[:3, :3] @ MJ_T_CV
     c = spec.worldbody.add_camera(name=cam.name, pos=world_T_cv[:3, 3], quat=_quat(rot))
@@ -285,11 +285,11 @@ def compile_scene(placed: PlacedScene, config: ModelConfig | None = None) -> muj
     spec.visual.headlight.diffuse = [0.45, 0.45, 0.45]
     spec.worldbody.add_light(name="top", pos=[0.5, 0.0, 2.0], dir=[0, 0, -1], castshadow=False,
                              diffuse=[0.5, 0.5, 0.5])
-    _add_table(spec, placed, config)
+    add_table(spec, placed, config)
     for obj in placed.objects:
-        _add_object(spec, obj, config)
+        add_object(spec, obj, config)
     for cam in cams:
-        _add_camera(spec, cam)
+        add_camera(spec, cam)
     _add_initial_keyframe(spec, placed)
     return spec
 

@@ -1,0 +1,184 @@
+"""The sim-in-the-loop world: franky-sim with our scene, driven by franky over loopback."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+
+import mujoco
+import numpy as np
+import pytest
+
+franky = pytest.importorskip("franky")
+
+from afford_sim.franky_world import (  # noqa: E402
+    ROBOT_PREFIX,
+    FrankyWorld,
+    FrankyWorldConfig,
+    build_scene_tree,
+    final_stage,
+    scene_for,
+)
+from afford_sim.sim_render import RenderConfig, SceneRenderer, SharedState  # noqa: E402
+from afford_sim.tasks import TASKS  # noqa: E402
+from afford_sim.world import BatchWorld  # noqa: E402
+
+# A loopback address of our own, so parallel test runs never fight over ports 1337/1338.
+HOST = f"127.0.{os.getpid() % 250 + 1}.{(os.getpid() // 250) % 250 + 1}"
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[FrankyWorld]:
+    w = FrankyWorld(FrankyWorldConfig(hostname=HOST))
+    w.start("pick up the cube", seed=0)
+    yield w
+    w.stop()
+
+
+@pytest.fixture(scope="module")
+def robot(world: FrankyWorld) -> franky.Robot:
+    r = franky.Robot(world.hostname, realtime_config=franky.RealtimeConfig.Ignore)
+    r.relative_dynamics_factor = 0.2
+    return r
+
+
+def _top_down(world: FrankyWorld, xyz: np.ndarray, yaw: float) -> franky.CartesianMotion:
+    m = np.eye(4)
+    c, s = np.cos(yaw), np.sin(yaw)
+    m[:3, :3] = np.array([[c, -s, 0], [s, c, 0], [0, 0, 1]]) @ np.diag([1.0, -1.0, -1.0])
+    m[:3, 3] = xyz
+    return franky.CartesianMotion(franky.RobotPose(franky.Affine(m)))
+
+
+def test_scene_tree_compiles_with_robot_and_objects() -> None:
+    """The executor's robot and the perception camera must live in the same model as the
+    objects, with the names the contact checks and the segmentation rely on."""
+    task, placed = scene_for("put the banana on the plate", seed=2)
+    tree, _ = build_scene_tree(placed, placed.spec.cameras, FrankyWorldConfig())
+    import xml.etree.ElementTree as ET
+
+    model = mujoco.MjModel.from_xml_string(ET.tostring(tree, encoding="unicode"))
+    names = {model.geom(i).name for i in range(model.ngeom)}
+    assert {"table", "floor"} <= names
+    assert any(n.startswith("robot/left_finger/") for n in names)
+    assert any(n.startswith("banana/") for n in names) and any(n.startswith("plate/") for n in names)
+    assert model.camera("front").id >= 0 and model.site("tcp").id >= 0
+    assert model.joint(ROBOT_PREFIX + "fr3_joint1").id >= 0
+    assert task.name == "place"
+
+
+def test_final_stage_of_every_task() -> None:
+    """/sim_world/evaluate reports the check of the task's last stage; a wrong stage would
+    report a pick as done before the lift, or a place while the object is still held."""
+    from afford_perception.types import Intent, NextAction
+
+    intent = Intent(target="mug", grasp_region="handle", next_action=NextAction.PICK)
+    expected = {"pick": "lift", "place": "place", "hang": "hang", "pour": "pour", "open_drawer": "pull"}
+    for name, cls in TASKS.items():
+        assert final_stage(cls(intent)) == expected[name]
+
+
+def test_ground_truth_agrees_with_batch_world(world: FrankyWorld) -> None:
+    """The live world's ground truth must read poses and contacts as the batch world does, or
+    success in the ROS graph and in the benchmark would mean different things."""
+    batch = BatchWorld(world.scene.placed)
+    gt = world.ground_truth()
+    for name in world.scene.objects:
+        assert np.allclose(gt.object_pose(name)[:3, 3], batch.object_pose(name)[:3, 3], atol=2e-3)
+        assert gt.in_contact("table", name) == batch.in_contact("table", name) is True
+        assert not gt.in_contact("robot/left_finger", name)
+    assert gt.gripper_width() == pytest.approx(0.08, abs=1e-3)
+    assert np.allclose(gt.tcp_pose()[:3, 3], batch.tcp_pose()[:3, 3], atol=5e-3)
+    stage, check = world.evaluate()
+    assert stage == "lift" and not check.ok  # nothing lifted yet
+
+
+def test_franky_moves_the_arm(world: FrankyWorld, robot: franky.Robot) -> None:
+    """franky must drive franky-sim as it drives the FR3: a joint motion ends at its target."""
+    q0 = np.array(robot.current_joint_state.position)
+    target = q0 + np.array([0.2, 0, 0, 0, 0, 0, 0])
+    robot.move(franky.JointMotion(franky.JointState([float(x) for x in target])))
+    world.wait_sim_time(0.3)
+    q = world.ground_truth().arm_q()
+    assert np.abs(q - target).max() < 0.01
+    robot.move(franky.JointMotion(franky.JointState([float(x) for x in q0])))
+
+
+def test_grasp_holds_the_cube_when_lifted(world: FrankyWorld, robot: franky.Robot) -> None:
+    """A franky grasp must squeeze with its force: franky-sim's position PD alone pushes ~1 N
+    and the cube would stay on the table."""
+    gt = world.ground_truth()
+    pose, centre = gt.object_pose("cube"), gt.object_center("cube")
+    yaw = float(np.arctan2(pose[1, 0], pose[0, 0]))
+    bounds = np.asarray(world.scene.placed.object("cube").asset.mesh().bounds)
+    width = float(np.min(bounds[1] - bounds[0]))
+    gripper = franky.Gripper(world.hostname)
+    robot.move(_top_down(world, centre + [0, 0, 0.10], yaw))
+    robot.move(_top_down(world, centre, yaw))
+    assert gripper.grasp(width, 0.05, 60.0, epsilon_inner=0.01, epsilon_outer=0.01)
+    assert world.robot.grasping
+    robot.move(_top_down(world, centre + [0, 0, 0.15], yaw))
+    world.wait_sim_time(0.5)
+    stage, check = world.evaluate()
+    assert check.ok, check.detail
+    assert world.ground_truth().object_pose("cube")[2, 3] > pose[2, 3] + 0.12
+    gripper.move(0.08, 0.05)
+    assert not world.robot.grasping
+
+
+def test_reset_keeps_the_connection(world: FrankyWorld, robot: franky.Robot) -> None:
+    """After a new scene the executor's franky connection must still work (no reconnect)."""
+    info = world.reset("pick up the mug by its handle", seed=1)
+    assert info.objects == ("mug",)
+    q = world.ground_truth().arm_q()
+    assert np.allclose(q, info.placed.spec.robot_q, atol=0.02)
+    target = q + np.array([0, 0, 0, 0, 0, 0, 0.3])
+    robot.move(franky.JointMotion(franky.JointState([float(x) for x in target])))
+    world.wait_sim_time(0.2)
+    assert abs(world.ground_truth().arm_q()[6] - target[6]) < 0.01
+    with pytest.raises(ValueError):
+        world.reset("pick up the mug", seed=-1)
+    assert world.scene.generation == info.generation  # a refused reset leaves the scene
+
+
+def test_realtime_factor_near_one(world: FrankyWorld) -> None:
+    """franky times motions against the 1 kHz state stream; a slow loop stretches every motion."""
+    assert world.realtime_factor(1.0) > 0.8
+
+
+def test_shared_state_roundtrip() -> None:
+    """The renderer must see whole states of the right scene generation, never a torn copy."""
+    owner = SharedState(max_nq=16)
+    reader = SharedState(owner.name, max_nq=16)
+    try:
+        assert reader.read() is None
+        owner.generation = 3
+        owner.write(1.5, np.arange(9.0))
+        gen, t, wall, q = reader.read()  # type: ignore[misc]
+        assert (gen, t) == (3, 1.5) and np.array_equal(q, np.arange(9.0))
+        assert abs(wall - time.time_ns()) < 5e9
+        with pytest.raises(ValueError):
+            owner.write(0.0, np.zeros(17))
+    finally:
+        reader.close()
+        owner.close()
+
+
+def test_renderer_segments_objects_with_metric_depth(world: FrankyWorld) -> None:
+    """Perception back-projects depth with K and the extrinsics, and cuts objects by the label
+    image: the object's pixels must carry its index and lie at its true position."""
+    from afford_sim.camera import backproject
+
+    info = world.scene
+    r = SceneRenderer(info.xml, info.camera.name, info.objects, RenderConfig(width=320, height=240))
+    try:
+        _, _, qpos = world.state()
+        rgb, depth, seg, K, T = r.render(qpos)
+    finally:
+        r.close()
+    assert rgb.shape == (240, 320, 3) and rgb.dtype == np.uint8 and seg.dtype == np.uint16
+    assert set(np.unique(seg)) == {0, 1}
+    pts = backproject(depth, K, T, seg == 1)
+    centre = world.ground_truth().object_center("mug")
+    assert np.linalg.norm(pts.mean(axis=0)[:2] - centre[:2]) < 0.04
