@@ -273,7 +273,7 @@ def _segment(points: np.ndarray, ids: np.ndarray, shape: tuple[int, ...] | None,
             f"only {len(points)} points inside the workspace box {cfg.workspace_min}..{cfg.workspace_max}: "
             "is world_T_camera right, and does the camera face the table?"
         )
-    plane = _table_plane(points, cfg)
+    plane = table_plane(points, cfg)
     height = points @ plane[:3] + plane[3]
     above = (height > cfg.min_height) & (height <= cfg.max_height)
     if not above.any():
@@ -304,7 +304,7 @@ def _segment(points: np.ndarray, ids: np.ndarray, shape: tuple[int, ...] | None,
     return segments
 
 
-def _table_plane(points: np.ndarray, cfg: DepthSegmenterConfig) -> np.ndarray:
+def table_plane(points: np.ndarray, cfg: DepthSegmenterConfig) -> np.ndarray:
     """The largest plane whose normal is near ``cfg.up``, as (a, b, c, d) with the normal up."""
     import open3d as o3d  # heavy import, paid on the first segmentation rather than at module load
 
