@@ -6,8 +6,8 @@ graph does not know which world it is in. Nodes take their names from here; the 
 configuration is checked against it too. Nothing here imports rclpy: QoS is named by profile
 (``sensor``: reliable, keep last 2, volatile, for streams where only the newest message
 matters: camera frames, joint states; best effort lost a third of the 640x480 frames across
-processes with Fast DDS here; ``reliable``: keep last 10; ``latched``: reliable, transient local, keep last 1, for the latest state a late
-joiner needs).
+processes with Fast DDS here; ``reliable``: keep last 10; ``latched``: reliable, transient
+local, keep last 1, for the latest state a late joiner needs).
 """
 
 from __future__ import annotations

@@ -94,6 +94,13 @@ def _observed(world: BatchWorld, obs: Any, name: str, seed: int) -> ObjectCloud:
     )
 
 
+def region_names(intent: Intent) -> list[str]:
+    """The target's parts a task needs grounded: the grasp region, the parts kept clear and the
+    part used by the next action, without repeats."""
+    names = [intent.grasp_region, *intent.keep_clear, *([intent.use_region] if intent.use_region else [])]
+    return list(dict.fromkeys(names))
+
+
 @dataclass(frozen=True)
 class Choice:
     """What :meth:`Episode.choose` decided.
@@ -115,8 +122,8 @@ class Choice:
 
 @dataclass(frozen=True)
 class TableBox:
-    """The support surface as the planner models it: a box of ``size`` (x, y, thickness) whose
-    top face centre is ``pose``'s origin (``SceneSpec.table`` semantics)."""
+    """The support surface as the planner models it: a box of ``size`` (x, y, thickness)
+    centred at ``pose`` (``TableSpec.pose()``: the slab's centre, half a thickness below the top)."""
 
     size: tuple[float, float, float]
     pose: np.ndarray
@@ -228,11 +235,8 @@ class Episode:
         self._derive_axes()
 
     def region_names(self) -> list[str]:
-        """The target's parts the task needs grounded: the grasp region, the parts kept clear
-        and the part used by the next action."""
-        intent = self.intent
-        names = [intent.grasp_region, *intent.keep_clear, *([intent.use_region] if intent.use_region else [])]
-        return list(dict.fromkeys(names))
+        """The target's parts the task needs grounded (:func:`region_names`)."""
+        return region_names(self.intent)
 
     def _ground(self, cloud: ObjectCloud, part: str) -> np.ndarray:
         assert self.source is not None, "no grounding source: regions arrive through observe()"

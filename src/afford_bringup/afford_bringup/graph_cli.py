@@ -29,6 +29,7 @@ def run_task(
     auto_approve: bool = True,
     timeout: float = 600.0,
     out: Any = sys.stdout,
+    wait: float = 15.0,
 ) -> tuple[int, Any]:
     """Send one RunTask goal and wait for its result; returns (goal status, result).
 
@@ -42,7 +43,7 @@ def run_task(
 
     rclpy = _init()
     node = rclpy.create_node("afford_task_cli")
-    client = ActionClient(node, RunTask, "/run_task")
+    client: Any = ActionClient(node, RunTask, "/run_task")
     done = threading.Event()
 
     def feedback(msg: Any) -> None:
@@ -50,7 +51,7 @@ def run_task(
         print(f"[{fb.stage}] {fb.detail}".rstrip(), file=out, flush=True)
 
     try:
-        if not client.wait_for_server(timeout_sec=15.0):
+        if not client.wait_for_server(timeout_sec=wait):
             raise TimeoutError("no task server on /run_task: is the graph up? (afford bringup fr3_sim)")
         goal = RunTask.Goal(sentence=sentence, seed=seed, grounding=grounding, auto_approve=auto_approve)
         send = client.send_goal_async(goal, feedback_callback=feedback)
@@ -78,7 +79,7 @@ def run_task(
             rclpy.spin_until_future_complete(node, result_future, timeout_sec=10.0)
             if not result_future.done():
                 raise
-        response = result_future.result()
+        response: Any = result_future.result()
         return response.status, response.result
     finally:
         client.destroy()
@@ -117,6 +118,7 @@ def _cmd_task(args: argparse.Namespace) -> int:
             grounding=args.grounding or "",
             auto_approve=not args.operator,
             timeout=args.timeout,
+            wait=args.wait,
         )
     except TimeoutError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -151,6 +153,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         help="wait for `afford trial approve` instead of approving automatically (simulation only)",
     )
     task.add_argument("--timeout", type=float, default=600.0, help="seconds before the trial is cancelled")
+    task.add_argument(
+        "--wait", type=float, default=15.0, help="seconds to wait for the graph's task server (default 15)"
+    )
     task.set_defaults(func=_cmd_task)
     trial = sub.add_parser("trial", help="approve or abort the trial waiting for the operator")
     trial.add_argument("decision", choices=["approve", "abort"])

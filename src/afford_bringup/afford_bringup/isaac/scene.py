@@ -262,7 +262,8 @@ def _joint_state_publisher(node: Any, topic: str, frame_id: str) -> Any:
     from sensor_msgs.msg import JointState
 
     # The contract's "sensor" profile: reliable, keep last 2.
-    pub = node.create_publisher(JointState, topic, QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE))
+    qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+    pub = node.create_publisher(JointState, topic, qos)
 
     def publish(names: Sequence[str], positions: Sequence[float]) -> None:
         msg = JointState()

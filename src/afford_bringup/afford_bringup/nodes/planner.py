@@ -172,7 +172,7 @@ class PlannerNode(Node):
         self.pub_markers = self.create_publisher(MarkerArray, "/afford/candidate_markers", latched)
         self.pub_chosen = self.create_publisher(PoseStamped, "/afford/chosen_grasp", latched)
         self.create_service(PlanGrasp, "/planner/plan_grasp", self._on_plan, callback_group=group)
-        self._perceive = None
+        self._perceive: Any = None
         if bool(self.get_parameter("look_after_lift").value):
             from afford_interfaces.srv import Perceive
 

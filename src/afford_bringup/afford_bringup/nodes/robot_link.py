@@ -80,10 +80,10 @@ class GraphRobot:
         node.create_subscription(
             JointState, "/joint_states", self._on_joints, qos_profile("sensor"), callback_group=group
         )
-        self._follow = ActionClient(
+        self._follow: Any = ActionClient(
             node, FollowTrajectory, "/executor/follow_trajectory", callback_group=group
         )
-        self._gripper = node.create_client(Gripper, "/executor/gripper", callback_group=group)
+        self._gripper: Any = node.create_client(Gripper, "/executor/gripper", callback_group=group)
         self.pub_trajectory = node.create_publisher(
             JointTrajectory, "/afford/trajectory", qos_profile("latched")
         )

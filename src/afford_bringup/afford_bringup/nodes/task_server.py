@@ -86,11 +86,13 @@ class TaskServerNode(Node):
         )
         self.pub_state = self.create_publisher(String, "/afford/trial_state", qos_profile("latched"))
         self.pub_stop = self.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
-        self.reset_client = self.create_client(ResetScene, "/sim_world/reset", callback_group=group)
-        self.evaluate_client = self.create_client(Trigger, "/sim_world/evaluate", callback_group=group)
-        self.perceive_client = self.create_client(Perceive, "/perception/perceive", callback_group=group)
-        self.plan_client = self.create_client(PlanGrasp, "/planner/plan_grasp", callback_group=group)
-        self.skill_client = ActionClient(self, ExecuteSkill, "/planner/execute_skill", callback_group=group)
+        self.reset_client: Any = self.create_client(ResetScene, "/sim_world/reset", callback_group=group)
+        self.evaluate_client: Any = self.create_client(Trigger, "/sim_world/evaluate", callback_group=group)
+        self.perceive_client: Any = self.create_client(Perceive, "/perception/perceive", callback_group=group)
+        self.plan_client: Any = self.create_client(PlanGrasp, "/planner/plan_grasp", callback_group=group)
+        self.skill_client: Any = ActionClient(
+            self, ExecuteSkill, "/planner/execute_skill", callback_group=group
+        )
         self.create_service(ApproveTrial, "/task_server/approve", self._on_approve, callback_group=group)
         self._approval: Approval | None = None
         self._busy = threading.Lock()
