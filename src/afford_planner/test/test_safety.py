@@ -1,0 +1,172 @@
+"""The executor's limit checks: every way a command can be unsafe is refused, and a safe one passes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from afford_planner.robot_model import Q_HOME, FR3Model
+from afford_planner.safety import SafetyChecker, SafetyConfig
+
+
+@pytest.fixture(scope="module")
+def model() -> FR3Model:
+    return FR3Model()
+
+
+@pytest.fixture(scope="module")
+def checker(model: FR3Model) -> SafetyChecker:
+    return SafetyChecker(SafetyConfig(), model)
+
+
+def _ramp(q0: np.ndarray, q1: np.ndarray, duration: float, n: int = 101) -> tuple[np.ndarray, np.ndarray]:
+    s = np.linspace(0.0, 1.0, n)
+    smooth = 0.5 * (1.0 - np.cos(np.pi * s))
+    return s * duration, q0 + smooth[:, None] * (q1 - q0)
+
+
+def test_safe_trajectory_passes(checker: SafetyChecker) -> None:
+    """A slow, in-limit move over the table must pass, or the executor could never move the arm."""
+    goal = Q_HOME + np.array([0.3, 0.2, 0.0, 0.2, 0.0, 0.0, 0.3])
+    t, q = _ramp(Q_HOME, goal, 3.0)
+    result = checker.check_trajectory(t, q, Q_HOME)
+    assert result.ok, result.message
+    assert result.check == "" and result.message == ""
+
+
+def test_nan_and_inf_are_refused(checker: SafetyChecker) -> None:
+    """A NaN reaching a position controller commands an undefined motion on the real arm."""
+    t, q = _ramp(Q_HOME, Q_HOME + 0.1, 2.0)
+    q[50, 3] = np.nan
+    assert checker.check_trajectory(t, q, Q_HOME).check == "finite"
+    t2, q2 = _ramp(Q_HOME, Q_HOME + 0.1, 2.0)
+    t2[-1] = np.inf
+    assert checker.check_trajectory(t2, q2, Q_HOME).check == "finite"
+    v = np.zeros_like(q2)
+    v[3, 0] = np.nan
+    t3, q3 = _ramp(Q_HOME, Q_HOME + 0.1, 2.0)
+    assert checker.check_trajectory(t3, q3, Q_HOME, velocities=v).check == "finite"
+
+
+def test_non_monotonic_times_are_refused(checker: SafetyChecker) -> None:
+    """Repeated or backwards times mean infinite or undefined velocities between samples."""
+    t, q = _ramp(Q_HOME, Q_HOME + 0.1, 2.0)
+    t[40] = t[39]
+    result = checker.check_trajectory(t, q, Q_HOME)
+    assert result.check == "time" and "point 40" in result.message
+    t2, q2 = _ramp(Q_HOME, Q_HOME + 0.1, 2.0)
+    t2[0] = -0.1
+    assert checker.check_trajectory(t2, q2, Q_HOME).check == "time"
+
+
+def test_first_point_far_from_current_state_is_refused(checker: SafetyChecker) -> None:
+    """A plan made from a stale state would make the controller jump to its first point."""
+    t, q = _ramp(Q_HOME, Q_HOME + 0.1, 2.0)
+    current = Q_HOME.copy()
+    current[2] += 0.2
+    result = checker.check_trajectory(t, q, current)
+    assert result.check == "start" and "joint 3" in result.message
+
+
+def test_joint_limit_margin_is_enforced(checker: SafetyChecker, model: FR3Model) -> None:
+    """A target inside the mechanical limit but inside the margin is still refused: tracking
+    error near a limit trips the FR3's own reflex mid-motion, which is worse than refusing."""
+    goal = Q_HOME.copy()
+    goal[3] = model.upper[3] - 0.02  # inside the raw limit, inside the 0.05 rad margin
+    t, q = _ramp(Q_HOME, goal, 6.0)
+    result = checker.check_trajectory(t, q, Q_HOME)
+    assert result.check == "joint_limit" and "joint 4" in result.message
+    goal[3] = model.upper[3] - 0.08
+    t, q = _ramp(Q_HOME, goal, 6.0)
+    ok = SafetyChecker(SafetyConfig(workspace_min=(-1, -1, -1), workspace_max=(1, 1, 1.5)), model)
+    assert ok.check_trajectory(t, q, Q_HOME).ok
+
+
+def test_velocity_from_timing_is_enforced(checker: SafetyChecker, model: FR3Model) -> None:
+    """The same path is refused when timed too fast for the FR3's joint speed limits."""
+    goal = Q_HOME + np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    t, q = _ramp(Q_HOME, goal, 0.5)  # peak ~3.1 rad/s on joint 1 (limit 2.62)
+    result = checker.check_trajectory(t, q, Q_HOME)
+    assert result.check == "velocity" and "joint 1" in result.message
+    t, q = _ramp(Q_HOME, goal, 1.0)  # peak ~1.6 rad/s
+    assert checker.check_trajectory(t, q, Q_HOME).ok
+    # A stricter fraction refuses what the full limits allow.
+    slow = SafetyChecker(SafetyConfig(velocity_fraction=0.5), model)
+    assert slow.check_trajectory(t, q, Q_HOME).check == "velocity"
+    # Velocities the message carries are checked too, not only the timing.
+    v = np.zeros_like(q)
+    v[10, 6] = 6.0
+    assert checker.check_trajectory(t, q, Q_HOME, velocities=v).check == "velocity"
+
+
+def test_single_point_uses_time_from_current_state(checker: SafetyChecker) -> None:
+    """A one-point trajectory moves from the measured state to it: that segment is timed too."""
+    goal = Q_HOME.copy()
+    goal[0] += 0.04
+    assert checker.check_trajectory(np.array([1.0]), goal[None], Q_HOME).ok
+    assert checker.check_trajectory(np.array([0.01]), goal[None], Q_HOME).check == "velocity"
+
+
+def test_workspace_box_on_samples(checker: SafetyChecker, model: FR3Model) -> None:
+    """Driving the TCP below the table plane is refused, though every joint is in its limits."""
+    down = Q_HOME.copy()
+    down[1] += 1.4  # leans the arm forward and down into the table
+    down[5] += 0.63
+    assert model.within_limits(down, -0.1)
+    assert model.tcp_in_base(down).translation[2] < 0.0
+    t, q = _ramp(Q_HOME, down, 5.0)
+    result = checker.check_trajectory(t, q, Q_HOME)
+    assert result.check == "workspace" and "fr3_link0" in result.message
+
+
+def test_workspace_box_between_sparse_samples(model: FR3Model) -> None:
+    """Two samples inside the box whose joint-space line swings the TCP out of it are refused:
+    the executor interpolates between samples, so the checks must too."""
+    config = SafetyConfig(workspace_min=(0.0, -0.6, 0.0), workspace_max=(0.28, 0.6, 0.9))
+    checker = SafetyChecker(config, model)
+    a, b = Q_HOME.copy(), Q_HOME.copy()
+    a[0], b[0] = -0.6, 0.6  # TCP x = 0.307 cos(0.6) = 0.253 at both ends, 0.307 in between
+    for q in (a, b):
+        assert model.tcp_in_base(q).translation[0] < 0.28
+    result = checker.check_trajectory(np.array([0.0, 2.0]), np.vstack([a, b]), a)
+    assert result.check == "workspace"
+
+
+def test_shape_errors_are_refused(checker: SafetyChecker) -> None:
+    """A malformed message (wrong joint count, empty) is refused, never guessed at."""
+    assert checker.check_trajectory(np.zeros(0), np.zeros((0, 7)), Q_HOME).check == "shape"
+    assert checker.check_trajectory(np.array([0.0, 1.0]), np.zeros((2, 6)), Q_HOME).check == "shape"
+    assert checker.check_trajectory(np.array([0.0]), Q_HOME[None], Q_HOME[:6]).check == "shape"
+
+
+def test_gripper_command_checks(checker: SafetyChecker) -> None:
+    """Width must be within the hand's 0..8 cm and grasp force within (0, 70] N."""
+    assert checker.check_gripper("open", 0.08, 0.0).ok
+    assert checker.check_gripper("grasp", 0.02, 40.0).ok
+    assert checker.check_gripper("open", 0.09, 0.0).check == "gripper"
+    assert checker.check_gripper("grasp", -0.01, 20.0).check == "gripper"
+    assert checker.check_gripper("grasp", 0.02, 0.0).check == "gripper"
+    assert checker.check_gripper("grasp", 0.02, 80.0).check == "gripper"
+    assert checker.check_gripper("grasp", float("nan"), 20.0).check == "finite"
+    assert checker.check_gripper("squeeze", 0.02, 20.0).check == "gripper"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"joint_margin": -0.01},
+        {"velocity_fraction": 0.0},
+        {"velocity_fraction": 1.5},
+        {"workspace_min": (0.5, 0.0, 0.0), "workspace_max": (0.4, 1.0, 1.0)},
+        {"workspace_min": (0.0, 0.0)},
+        {"workspace_max": (float("nan"), 1.0, 1.0)},
+        {"max_start_deviation": 0.0},
+        {"interpolation_step": 0.5},
+        {"max_gripper_width": 0.1},
+        {"max_grasp_force": 100.0},
+    ],
+)
+def test_config_validation(kwargs: dict[str, object]) -> None:
+    """A mistyped limit in a parameter file must fail at start-up, not weaken the checks silently."""
+    with pytest.raises(ValueError):
+        SafetyConfig(**kwargs)  # type: ignore[arg-type]
