@@ -43,6 +43,10 @@ ErrorKind = Literal["", "reflex", "limit", "stopped", "communication"]
 """Kinds of fault, as in afford_interfaces/msg/RobotError."""
 
 
+#: Fingers closer than this (m) after a grasp hold nothing.
+EMPTY_GRASP_WIDTH = 0.002
+
+
 @dataclass
 class RobotClientConfig:
     """How the executor talks to the arm.
@@ -380,11 +384,20 @@ class RobotClient:
         return ok, float(gripper.width)
 
     def gripper_grasp(self, width: float, force: float) -> tuple[bool, float]:
-        """Close on an object expected ``width`` wide with ``force`` N; (holding it, measured width)."""
+        """Close on an object expected ``width`` wide with ``force`` N; (holding it, measured width).
+
+        ``width <= 0`` means no expected width (a skill closing on what it approached): any
+        object between the fingers counts, closing on nothing (fingers within
+        ``EMPTY_GRASP_WIDTH``) does not.
+        """
         gripper = self._require_gripper()
-        eps = self.config.grasp_epsilon
-        ok = bool(gripper.grasp(float(width), self.config.gripper_speed, float(force), eps, eps))
-        return ok, float(gripper.width)
+        if width > 0.0:
+            eps = self.config.grasp_epsilon
+            ok = bool(gripper.grasp(float(width), self.config.gripper_speed, float(force), eps, eps))
+            return ok, float(gripper.width)
+        gripper.grasp(0.0, self.config.gripper_speed, float(force), 0.0, 0.08)
+        measured = float(gripper.width)
+        return measured > EMPTY_GRASP_WIDTH, measured
 
     def _require_gripper(self):  # noqa: ANN202 - franky's Gripper type, imported lazily
         self._require()

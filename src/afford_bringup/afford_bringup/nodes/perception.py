@@ -19,7 +19,8 @@ import numpy as np
 import rclpy
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header, String
@@ -50,6 +51,10 @@ SEGMENTATIONS = ("ground_truth", "depth", "sam")
 
 class PerceptionError(Exception):
     """Why a perceive request cannot be answered; the text goes back to the caller."""
+
+
+class StaleFrame(PerceptionError):
+    """No frame yet, or the newest is older than the limit: worth waiting a little for."""
 
 
 @dataclass
@@ -98,6 +103,11 @@ class PerceptionNode(Node):
             ParameterDescriptor(description="Oldest camera frame perception may use (s)."),
         )
         self.declare_parameter(
+            "frame_wait_s",
+            5.0,
+            ParameterDescriptor(description="How long a request waits for a fresh frame before refusing (s)."),
+        )
+        self.declare_parameter(
             "target_rule",
             "largest",
             ParameterDescriptor(description="Which unnamed segment is the target without ground truth."),
@@ -122,19 +132,28 @@ class PerceptionNode(Node):
         self._object_names: list[str] = []
 
         sensor, latched = qos_profile("sensor"), qos_profile("latched")
-        self.create_subscription(Image, "/camera/color/image_raw", self._on_color, sensor)
-        self.create_subscription(Image, "/camera/aligned_depth_to_color/image_raw", self._on_depth, sensor)
-        self.create_subscription(CameraInfo, "/camera/color/camera_info", self._on_info, sensor)
-        self.create_subscription(PoseStamped, "/camera/extrinsics", self._on_extrinsics, latched)
+        # Frames keep arriving while a perceive request waits for a fresh one.
+        inputs = MutuallyExclusiveCallbackGroup()
+        subs = [
+            (Image, "/camera/color/image_raw", self._on_color, sensor),
+            (Image, "/camera/aligned_depth_to_color/image_raw", self._on_depth, sensor),
+            (CameraInfo, "/camera/color/camera_info", self._on_info, sensor),
+            (PoseStamped, "/camera/extrinsics", self._on_extrinsics, latched),
+        ]
         if self.segmentation == "ground_truth":
-            self.create_subscription(Image, "/sim/ground_truth/segmentation", self._on_labels, sensor)
-            self.create_subscription(String, "/sim/ground_truth/objects", self._on_objects, latched)
+            subs += [
+                (Image, "/sim/ground_truth/segmentation", self._on_labels, sensor),
+                (String, "/sim/ground_truth/objects", self._on_objects, latched),
+            ]
+        for msg_type, topic, callback, qos in subs:
+            self.create_subscription(msg_type, topic, callback, qos, callback_group=inputs)
 
         self.pub_intent = self.create_publisher(IntentMsg, "/afford/intent", latched)
         self.pub_masks = self.create_publisher(Image, "/afford/object_masks", sensor)
         self.pub_cloud = self.create_publisher(PointCloud2, "/afford/object_cloud", latched)
         self.pub_affordance = self.create_publisher(PointCloud2, "/afford/affordance_cloud", latched)
-        self.create_service(Perceive, "/perception/perceive", self._on_perceive)
+        serve = MutuallyExclusiveCallbackGroup()
+        self.create_service(Perceive, "/perception/perceive", self._on_perceive, callback_group=serve)
         self.get_logger().info(
             f"perception ready: segmentation {self.segmentation}, "
             f"grounding {self.get_parameter('grounding').value}"
@@ -175,25 +194,36 @@ class PerceptionNode(Node):
             self._object_names = [n for n in msg.data.splitlines() if n]
 
     def _frame(self) -> tuple[Frame, Image | None, Header]:
-        """The newest usable frame (with its ground-truth labels in simulation)."""
+        """The newest usable frame, waiting up to ``frame_wait_s`` for a fresh one (a camera
+        still starting, a slow one, a scene just reset); StaleFrame when none comes."""
+        end = time.monotonic() + float(self.get_parameter("frame_wait_s").value)
+        while True:
+            try:
+                return self._newest_frame()
+            except StaleFrame:
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.05)
+
+    def _newest_frame(self) -> tuple[Frame, Image | None, Header]:
         with self._lock:
             depth, labels, info, ext = dict(self._depth), dict(self._labels), self._info, self._extrinsics
             color = self._color
         if not depth:
-            raise PerceptionError("no depth image received on /camera/aligned_depth_to_color/image_raw")
+            raise StaleFrame("no depth image received on /camera/aligned_depth_to_color/image_raw")
         if info is None or ext is None:
-            raise PerceptionError("no camera_info or camera extrinsics received yet")
+            raise StaleFrame("no camera_info or camera extrinsics received yet")
         keys = sorted(depth)
         if self.segmentation == "ground_truth":
             keys = [k for k in keys if k in labels]
             if not keys:
-                raise PerceptionError("no ground-truth segmentation matching a depth frame")
+                raise StaleFrame("no ground-truth segmentation matching a depth frame")
         key = keys[-1]
         depth_msg = depth[key]
         stamp = key[0] + key[1] * 1e-9
         age = self.get_clock().now().nanoseconds * 1e-9 - stamp
         if age > self.max_age:
-            raise PerceptionError(
+            raise StaleFrame(
                 f"stale camera: the newest depth frame is {age:.2f} s old (limit {self.max_age:.2f} s)"
             )
         raw = msg_to_image(depth_msg)
@@ -333,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     node = None
     try:
         node = PerceptionNode()
-        rclpy.spin(node)
+        executor = MultiThreadedExecutor(num_threads=2)
+        executor.add_node(node)
+        executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
