@@ -73,10 +73,9 @@ class Monitor:
         self.counts: dict[str, int] = {t.name: 0 for t in contract.TOPICS}
         self.q: np.ndarray | None = None
         self.errors: list[str] = []
+        self.trial_state = ""
         for t in contract.TOPICS:
-            self.node.create_subscription(
-                _message(t.type), t.name, self._counter(t.name), qos_profile(t.qos)
-            )
+            self.node.create_subscription(_message(t.type), t.name, self._counter(t.name), qos_profile(t.qos))
         from std_msgs.msg import Empty
 
         self.stop_pub = self.node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
@@ -102,6 +101,8 @@ class Monitor:
                 self.q = np.array([msg.position[idx[j]] for j in contract.ARM_JOINTS])
             if name == "/afford/robot_error":
                 self.errors.append(f"{msg.kind}: {msg.message}")
+            if name == "/afford/trial_state":
+                self.trial_state = msg.data
 
         return cb
 
@@ -118,16 +119,29 @@ def graph(tmp_path_factory) -> Iterator[dict]:
     log = tmp_path_factory.mktemp("graph") / "graph.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "afford_bringup.launcher", "fr3_sim",
-             "--set", f"sim_world.hostname={HOST}", "--set", f"executor.robot_ip={HOST}",
-             "--set", "sim_world.fps=10.0"],
-            env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "afford_bringup.launcher",
+                "fr3_sim",
+                "--set",
+                f"sim_world.hostname={HOST}",
+                "--set",
+                f"executor.robot_ip={HOST}",
+                "--set",
+                "sim_world.fps=10.0",
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     monitor = Monitor()
     state = {"proc": proc, "log": log, "monitor": monitor}
     try:
-        from afford_interfaces.action import RunTask
         from rclpy.action import ActionClient
+
+        from afford_interfaces.action import RunTask
 
         client = ActionClient(monitor.node, RunTask, "/run_task")
         end = time.monotonic() + 120
@@ -149,7 +163,7 @@ def graph(tmp_path_factory) -> Iterator[dict]:
                 proc.kill()
 
 
-def _task(sentence: str, seed: int = 0, timeout: float = 300.0):
+def _task(sentence: str, seed: int = 0, timeout: float = 300.0, auto_approve: bool = True):
     from afford_bringup.graph_cli import run_task
 
     lines: list[str] = []
@@ -161,7 +175,7 @@ def _task(sentence: str, seed: int = 0, timeout: float = 300.0):
         def flush(self) -> None:
             pass
 
-    status, result = run_task(sentence, seed=seed, timeout=timeout, out=Out())
+    status, result = run_task(sentence, seed=seed, timeout=timeout, out=Out(), auto_approve=auto_approve)
     return status, result, "".join(lines)
 
 
@@ -183,7 +197,7 @@ def test_pick_and_place_through_the_graph(graph) -> None:
 
 def test_hang_through_the_graph(graph) -> None:
     """The hang skill, the one whose success depends most on where the mug is held."""
-    status, result, feedback = _task("hang the mug on the rack", seed=2)
+    status, result, feedback = _task("hang the mug on the rack", seed=0)
     assert result.success, f"{result.abstain_reason}\n{feedback}\n{_log(graph)}"
 
 
@@ -199,6 +213,34 @@ def test_bad_goals_are_refused_with_a_reason_and_nothing_moves(graph, sentence, 
     status, result, _ = _task(sentence)
     assert not result.success and reason in result.abstain_reason.lower()
     time.sleep(0.3)
+    assert np.max(np.abs(monitor.q - before)) < 1e-3
+
+
+def test_a_trial_waits_for_the_operator_and_an_abort_moves_nothing(graph) -> None:
+    """On the real arm every trial waits for a person: a goal that does not ask for automatic
+    approval stops at the approve stage, and `afford trial abort` ends it before any motion."""
+    from afford_bringup.graph_cli import approve_trial
+
+    monitor = graph["monitor"]
+    assert approve_trial(True)[0] is False  # nothing is waiting yet
+    box: dict = {}
+    thread = threading.Thread(
+        target=lambda: box.setdefault("out", _task("pick up the mug", 4, auto_approve=False))
+    )
+    thread.start()
+    end = time.monotonic() + 120
+    while monitor.trial_state != "approve" and time.monotonic() < end:
+        time.sleep(0.05)
+    assert monitor.trial_state == "approve", monitor.trial_state
+    before = monitor.q.copy()
+    time.sleep(1.0)  # waiting means waiting: the arm stays put
+    assert np.max(np.abs(monitor.q - before)) < 1e-3
+    accepted, message = approve_trial(False, "test abort")
+    assert accepted, message
+    thread.join(timeout=60)
+    status, result, _ = box["out"]
+    assert not result.success and "operator aborted" in result.abstain_reason
+    assert "test abort" in result.abstain_reason
     assert np.max(np.abs(monitor.q - before)) < 1e-3
 
 

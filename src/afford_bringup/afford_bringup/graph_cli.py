@@ -15,11 +15,30 @@ import time
 from typing import Any
 
 
-def _init() -> Any:
-    import rclpy
+class _Session:
+    """A node in a ROS context of its own, so that several calls (a task and its approval) can
+    run side by side in one process, e.g. in tests."""
 
-    rclpy.init(args=[])
-    return rclpy
+    def __init__(self, name: str) -> None:
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.context = rclpy.Context()
+        rclpy.init(args=[], context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    def wait(self, future: Any, timeout: float) -> None:
+        self.executor.spin_until_future_complete(future, timeout_sec=timeout)
+
+    def spin_once(self, timeout: float) -> None:
+        self.executor.spin_once(timeout_sec=timeout)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.context.try_shutdown()
 
 
 def run_task(
@@ -41,8 +60,8 @@ def run_task(
 
     from afford_interfaces.action import RunTask
 
-    rclpy = _init()
-    node = rclpy.create_node("afford_task_cli")
+    session = _Session("afford_task_cli")
+    node = session.node
     client: Any = ActionClient(node, RunTask, "/run_task")
     done = threading.Event()
 
@@ -55,7 +74,7 @@ def run_task(
             raise TimeoutError("no task server on /run_task: is the graph up? (afford bringup fr3_sim)")
         goal = RunTask.Goal(sentence=sentence, seed=seed, grounding=grounding, auto_approve=auto_approve)
         send = client.send_goal_async(goal, feedback_callback=feedback)
-        rclpy.spin_until_future_complete(node, send, timeout_sec=15.0)
+        session.wait(send, 15.0)
         handle = send.result()
         if handle is None:
             raise TimeoutError("the task server did not answer the goal")
@@ -68,44 +87,41 @@ def run_task(
         end = time.monotonic() + timeout
         try:
             while not done.is_set():
-                rclpy.spin_once(node, timeout_sec=0.1)
+                session.spin_once(0.1)
                 if time.monotonic() > end:
                     handle.cancel_goal_async()
                     raise TimeoutError(f"no result within {timeout:.0f} s; the trial was cancelled")
         except KeyboardInterrupt:
             print("cancelling the trial ...", file=out, flush=True)
             cancel = handle.cancel_goal_async()
-            rclpy.spin_until_future_complete(node, cancel, timeout_sec=5.0)
-            rclpy.spin_until_future_complete(node, result_future, timeout_sec=10.0)
+            session.wait(cancel, 5.0)
+            session.wait(result_future, 10.0)
             if not result_future.done():
                 raise
         response: Any = result_future.result()
         return response.status, response.result
     finally:
         client.destroy()
-        node.destroy_node()
-        rclpy.try_shutdown()
+        session.close()
 
 
 def approve_trial(approve: bool, reason: str = "", timeout: float = 10.0) -> tuple[bool, str]:
     """Answer the trial waiting for approval; returns (accepted, message)."""
     from afford_interfaces.srv import ApproveTrial
 
-    rclpy = _init()
-    node = rclpy.create_node("afford_trial_cli")
+    session = _Session("afford_trial_cli")
     try:
-        client = node.create_client(ApproveTrial, "/task_server/approve")
+        client = session.node.create_client(ApproveTrial, "/task_server/approve")
         if not client.wait_for_service(timeout_sec=timeout):
             return False, "no task server on /task_server/approve: is the graph up?"
         future = client.call_async(ApproveTrial.Request(approve=approve, reason=reason))
-        rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
+        session.wait(future, timeout)
         res = future.result()
         if res is None:
             return False, "the task server did not answer"
         return bool(res.accepted), str(res.message)
     finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
+        session.close()
 
 
 def _cmd_task(args: argparse.Namespace) -> int:

@@ -105,7 +105,7 @@ class PerceptionNode(Node):
         self.declare_parameter(
             "frame_wait_s",
             5.0,
-            ParameterDescriptor(description="How long a request waits for a fresh frame before refusing (s)."),
+            ParameterDescriptor(description="How long a request waits for a fresh frame (s)."),
         )
         self.declare_parameter(
             "target_rule",

@@ -1,9 +1,10 @@
 """task_server: the ``/run_task`` action, one trial from a sentence to a result.
 
 A trial runs: (sim) reset the scene for the sentence and seed, perceive, plan, wait for the
-operator's approval (``/task_server/approve``; automatic only in sim mode with
-``auto_approve``), execute the skill stage by stage, and (sim) check the outcome against the
-simulator's state. Every step is sent as feedback and on ``/afford/trial_state``.
+operator's approval (``/task_server/approve``; automatic only in sim mode, when the node's
+``auto_approve`` allows it and the goal asks for it), execute the skill stage by stage, and
+(sim) check the outcome against the simulator's state. Every step is sent as feedback and on
+``/afford/trial_state``.
 
 Safety: while a trial moves the arm, the camera and the robot state are watched; a camera
 silent for longer than ``max_frame_age_s`` publishes the stop topic, cancels the skill and
@@ -60,7 +61,9 @@ class TaskServerNode(Node):
             "mode", "sim", d(description="sim (franky-sim world) or real (the lab's FR3).")
         )
         self.declare_parameter(
-            "auto_approve", False, d(description="Approve trials without an operator; refused in real mode.")
+            "auto_approve",
+            False,
+            d(description="Let goals asking for it (RunTask.auto_approve) skip the operator; sim only."),
         )
         self.declare_parameter(
             "approval_timeout_s", 120.0, d(description="How long a trial waits for approval (s).")
@@ -152,7 +155,7 @@ class TaskServerNode(Node):
 
     def _approve(self, goal_handle: Any, summary: str) -> None:
         """Wait for the operator, unless this is simulation and approval is automatic."""
-        if self.mode == "sim" and (self.auto_approve or goal_handle.request.auto_approve):
+        if self.mode == "sim" and self.auto_approve and goal_handle.request.auto_approve:
             self._feedback(goal_handle, "approve", "automatic (simulation)")
             return
         pending = Approval()
