@@ -42,7 +42,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
-from afford_perception.grounding.base import GroundingSource, check_query, register_source
+from afford_perception.grounding.base import GroundingError, GroundingSource, check_query, register_source
 from afford_perception.ontology import category
 from afford_perception.types import ObjectCloud
 
@@ -622,7 +622,7 @@ class _Front:
             if best is None or key > best[0]:
                 best = (key, plane, d, prot)
         if best is None:
-            raise ValueError("no vertical face of the furniture is in view; cannot find its front")
+            raise GroundingError("no vertical face of the furniture is in view; cannot find its front")
         _, self.plane, self.direction, self.protruding = best
         self.out = c.p[:, :2] @ self.direction - self.plane  # signed distance in front of the face
         self.lateral = c.p[:, :2] @ np.array([-self.direction[1], self.direction[0]])
