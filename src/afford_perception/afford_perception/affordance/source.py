@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from afford_perception.affordance.anchoring import AnchorConfig, AnchoredEmbedder
 from afford_perception.affordance.model import AffordanceModel, load_model, predict, predict_many
 from afford_perception.affordance.vocabulary import PHRASINGS, split_phrasings
 from afford_perception.grounding.base import GroundingSource, register_source
@@ -37,6 +38,7 @@ WEIGHTS_ENV = "AFFORD_AFFORDANCE_WEIGHTS"
 DEFAULT_WEIGHTS = Path(__file__).resolve().parent / "weights" / "affordance.pt"
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
+_DEFAULT_ANCHOR = object()
 
 
 class WeightsNotFound(FileNotFoundError):
@@ -91,16 +93,27 @@ class LearnedSource(GroundingSource):
         weights: Checkpoint path; default ``$AFFORD_AFFORDANCE_WEIGHTS`` or the shipped file.
         embedder: ``texts -> (len(texts), 384)`` unit rows; default the shipped MiniLM. Tests
             pass a stub so they need not load it.
+        anchor: Query anchoring to the training phrasings (:mod:`.anchoring`); by default on
+            with the MiniLM embedder and off with a custom one. None turns it off.
 
     Raises:
         WeightsNotFound: no checkpoint (the message names ``weights=`` and the variable).
         CheckpointMismatch: the file is not a checkpoint this code can load.
     """
 
-    def __init__(self, weights: Path | str | None = None, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        weights: Path | str | None = None,
+        embedder: Embedder | None = None,
+        anchor: AnchorConfig | None | object = _DEFAULT_ANCHOR,
+    ) -> None:
         self.weights = resolve_weights(weights)
         self.model: AffordanceModel = load_model(self.weights)
-        self._embedder = embedder or _default_embedder
+        if anchor is _DEFAULT_ANCHOR:
+            anchor = AnchorConfig() if embedder is None else None
+        base = embedder or _default_embedder
+        anchored = isinstance(anchor, AnchorConfig)
+        self._embedder: Embedder = AnchoredEmbedder(base, anchor) if anchored else base
 
     def embeddings(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Text -> unit embedding for each of ``texts`` (one embedder call)."""
