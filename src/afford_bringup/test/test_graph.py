@@ -28,7 +28,7 @@ NODE_PARAMETERS: dict[str, set[str]] = {
     },
     "camera": {"serial", "bag_file", "width", "height", "fps", "extrinsics"},
     "perception": {"grounding", "segmentation", "sam_checkpoint", "max_frame_age_s"},
-    "planner": {"plan_top_k", "combination", "gate"},
+    "planner": {"plan_top_k", "combination", "gate", "max_state_age_s"},
     "executor": {
         "robot_ip",
         "backend",
