@@ -149,9 +149,14 @@ def graph(tmp_path_factory) -> Iterator[dict]:
             assert proc.poll() is None, "the graph died at start:\n" + log.read_text()[-4000:]
             assert time.monotonic() < end, "no /run_task after 120 s:\n" + log.read_text()[-4000:]
         client.destroy()
-        end = time.monotonic() + 60
-        while monitor.q is None and time.monotonic() < end:
+        # Ready means the robot's state and the camera are both flowing.
+        end = time.monotonic() + 120
+        depth = "/camera/aligned_depth_to_color/image_raw"
+        while (monitor.q is None or monitor.counts[depth] == 0) and time.monotonic() < end:
             time.sleep(0.1)
+        assert monitor.q is not None and monitor.counts[depth] > 0, (
+            "no state or camera:\n" + log.read_text()[-4000:]
+        )
         yield state
     finally:
         monitor.close()
@@ -203,15 +208,16 @@ def test_hang_through_the_graph(graph) -> None:
 
 @pytest.mark.parametrize(
     ("sentence", "reason"),
-    [("pick up the unicorn", "unicorn"), ("   ", "empty"), ("pick up the banana", "banana")],
+    [("pick up the unicorn", "unicorn"), ("   ", "empty"), ("fly the mug to the moon", "action")],
 )
 def test_bad_goals_are_refused_with_a_reason_and_nothing_moves(graph, sentence, reason) -> None:
-    """A task the stack cannot ground must end before the arm moves, and say why. The banana
-    case asks for an object missing from the scene (the last reset built a mug scene)."""
+    """A task the stack cannot parse or ground must end before the arm moves, and say why. (An
+    object missing from the view is refused by perception: src/afford_bringup/test/test_perception_node.py;
+    in sim mode every goal first builds its own scene, so it cannot be staged here.)"""
     monitor = graph["monitor"]
     before = monitor.q.copy()
     status, result, _ = _task(sentence)
-    assert not result.success and reason in result.abstain_reason.lower()
+    assert not result.success and result.abstain_reason and reason in result.abstain_reason.lower()
     time.sleep(0.3)
     assert np.max(np.abs(monitor.q - before)) < 1e-3
 

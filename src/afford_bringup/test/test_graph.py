@@ -27,7 +27,7 @@ NODE_PARAMETERS: dict[str, set[str]] = {
         "publish_ground_truth",
     },
     "camera": {"serial", "bag_file", "width", "height", "fps", "extrinsics"},
-    "perception": {"grounding", "segmentation", "sam_checkpoint", "max_frame_age_s"},
+    "perception": {"grounding", "segmentation", "sam_checkpoint", "max_frame_age_s", "frame_wait_s"},
     "planner": {"plan_top_k", "combination", "gate", "max_state_age_s"},
     "executor": {
         "robot_ip",
