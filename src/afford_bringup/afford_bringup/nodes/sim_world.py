@@ -188,6 +188,9 @@ class SimWorldNode(Node):
 
     def _publish_loop(self) -> None:
         while not self._stop.is_set():
+            if not self.render.alive():  # the camera is gone; main() has said so once
+                time.sleep(0.5)
+                continue
             try:
                 frame = self.render.latest(timeout=0.1)
                 if frame is None or frame.generation != self.world.scene.generation:
@@ -242,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     node: SimWorldNode | None = None
     code = 0
+    camera_lost = False
     try:
         node = SimWorldNode()
         executor = SingleThreadedExecutor()
@@ -252,10 +256,11 @@ def main(argv: list[str] | None = None) -> int:
                 node.get_logger().error(f"the simulation loop stopped: {node.world.loop_error!r}")
                 code = 1
                 break
-            if not node.render.alive():
-                node.get_logger().error("the render process died")
-                code = 1
-                break
+            if not camera_lost and not node.render.alive():
+                # Like an unplugged camera: the robot keeps running, the camera topics stop, and
+                # the trial's watchdog decides what that means for the task.
+                node.get_logger().error("the render process died: no camera topics; the robot keeps running")
+                camera_lost = True
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
