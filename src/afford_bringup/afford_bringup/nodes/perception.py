@@ -219,6 +219,12 @@ class PerceptionNode(Node):
             if not keys:
                 raise StaleFrame("no ground-truth segmentation matching a depth frame")
         key = keys[-1]
+        if self.segmentation == "ground_truth":
+            with self._lock:
+                names = len(self._object_names)
+            if int(msg_to_image(labels[key]).max()) > names:
+                # A scene was just reset and its object list has not arrived yet.
+                raise StaleFrame("the simulator's object list does not cover its segmentation yet")
         depth_msg = depth[key]
         stamp = key[0] + key[1] * 1e-9
         age = self.get_clock().now().nanoseconds * 1e-9 - stamp
