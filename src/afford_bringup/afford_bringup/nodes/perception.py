@@ -16,11 +16,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from std_msgs.msg import Header, String
@@ -30,6 +28,7 @@ from afford_bringup.episode import perceived_center, region_names, voxel_down
 from afford_bringup.nodes.clouds import to_cloud
 from afford_bringup.nodes.convert import image_to_msg, matrix_from_pose, msg_to_image
 from afford_bringup.nodes.qos import qos_profile
+from afford_bringup.nodes.spin import run_node
 from afford_interfaces.msg import Intent as IntentMsg
 from afford_interfaces.srv import Perceive
 from afford_perception.grounding import GroundingSource, make_source
@@ -365,20 +364,7 @@ class PerceptionNode(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
-    node = None
-    try:
-        node = PerceptionNode()
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(PerceptionNode, argv, threads=2)
 
 
 if __name__ == "__main__":

@@ -19,12 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Vector3
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
@@ -34,6 +32,7 @@ from afford_bringup.episode import Episode, TableBox
 from afford_bringup.nodes.clouds import from_cloud
 from afford_bringup.nodes.qos import qos_profile
 from afford_bringup.nodes.robot_link import GraphRobot, trajectory_msg
+from afford_bringup.nodes.spin import run_node
 from afford_interfaces.action import ExecuteSkill
 from afford_interfaces.msg import CandidateSet
 from afford_interfaces.msg import GraspCandidate as CandidateMsg
@@ -379,20 +378,7 @@ def _announced(reports: Any, stages: list[Any], goal_handle: Any) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
-    node = None
-    try:
-        node = PlannerNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(PlannerNode, argv, threads=4)
 
 
 if __name__ == "__main__":

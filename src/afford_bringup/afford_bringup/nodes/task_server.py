@@ -21,11 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import Image
 from std_msgs.msg import Empty, String
@@ -33,6 +31,7 @@ from std_srvs.srv import Trigger
 
 from afford_bringup.nodes.qos import qos_profile
 from afford_bringup.nodes.robot_link import wait_future
+from afford_bringup.nodes.spin import run_node
 from afford_interfaces.action import ExecuteSkill, RunTask
 from afford_interfaces.srv import ApproveTrial, Perceive, PlanGrasp, ResetScene
 from afford_planner.skills import SkillError
@@ -308,20 +307,7 @@ class TaskServerNode(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
-    node = None
-    try:
-        node = TaskServerNode()
-        executor = MultiThreadedExecutor(num_threads=4)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(TaskServerNode, argv, threads=4)
 
 
 if __name__ == "__main__":

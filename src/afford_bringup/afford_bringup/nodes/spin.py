@@ -1,0 +1,30 @@
+"""The ``main()`` of a node that needs nothing special at start or stop: init, build, spin on a
+multi-threaded executor (services that wait on other nodes need a free thread for the answers),
+and shut down cleanly on Ctrl-C, SIGTERM or an external shutdown."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+
+def run_node(factory: Callable[[], Node], argv: list[str] | None = None, threads: int = 4) -> int:
+    """Run the node ``factory()`` builds until shutdown; returns the process exit code."""
+    rclpy.init(args=argv if argv is not None else sys.argv)
+    node = None
+    try:
+        node = factory()
+        executor = MultiThreadedExecutor(num_threads=threads)
+        executor.add_node(node)
+        executor.spin()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
