@@ -297,7 +297,8 @@ class Episode:
         fill_terms(self.candidates, self.region, self.obstacles, cfg)
         assert self.cloud is not None
         pull = None if self.pull_axis is None else (float(self.pull_axis[0]), float(self.pull_axis[1]), 0.0)
-        ctx = TaskContext(object_center=self.cloud.center, pull_axis=pull)
+        cx, cy, cz = (float(v) for v in self.cloud.center)
+        ctx = TaskContext(object_center=(cx, cy, cz), pull_axis=pull)
         fill_task_terms(self.candidates, compile_constraints(self.intent, self.parts, ctx))
         return select(self.candidates, dataclasses.replace(selection, level="L3"))
 

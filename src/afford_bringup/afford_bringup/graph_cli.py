@@ -111,7 +111,7 @@ def approve_trial(approve: bool, reason: str = "", timeout: float = 10.0) -> tup
 
     session = _Session("afford_trial_cli")
     try:
-        client = session.node.create_client(ApproveTrial, "/task_server/approve")
+        client: Any = session.node.create_client(ApproveTrial, "/task_server/approve")
         if not client.wait_for_service(timeout_sec=timeout):
             return False, "no task server on /task_server/approve: is the graph up?"
         future = client.call_async(ApproveTrial.Request(approve=approve, reason=reason))

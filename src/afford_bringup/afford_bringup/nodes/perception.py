@@ -311,7 +311,7 @@ class PerceptionNode(Node):
         dest = None
         if intent.destination:
             parts = category(intent.destination).parts
-            order = [intent.destination_region, *[p for p in parts if p != intent.destination_region]]
+            order = [intent.destination_region or "", *[p for p in parts if p != intent.destination_region]]
             dest = self._ground(
                 frame, masks[intent.destination], intent.destination, list(dict.fromkeys(order)), source
             )

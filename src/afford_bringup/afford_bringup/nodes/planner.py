@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Vector3
@@ -158,7 +158,7 @@ class PlannerNode(Node):
         pose[:3, 3] = center
         self.table = TableBox((size[0], size[1], size[2]), pose)
         self.selection = SelectionConfig(
-            combination=str(self.get_parameter("combination").value),
+            combination=cast(Any, str(self.get_parameter("combination").value)),  # validated there
             gate="feasibility" if bool(self.get_parameter("gate").value) else "none",
         )
         self.top_k = int(self.get_parameter("plan_top_k").value)

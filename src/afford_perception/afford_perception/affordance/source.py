@@ -112,8 +112,9 @@ class LearnedSource(GroundingSource):
         if anchor is _DEFAULT_ANCHOR:
             anchor = AnchorConfig() if embedder is None else None
         base = embedder or _default_embedder
-        anchored = isinstance(anchor, AnchorConfig)
-        self._embedder: Embedder = AnchoredEmbedder(base, anchor) if anchored else base
+        self._embedder: Embedder = base
+        if isinstance(anchor, AnchorConfig):
+            self._embedder = AnchoredEmbedder(base, anchor)
 
     def embeddings(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Text -> unit embedding for each of ``texts`` (one embedder call)."""
