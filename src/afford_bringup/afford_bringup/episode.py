@@ -333,13 +333,19 @@ class Episode:
                 c.terms["plan"] = 0.0
 
     def choose(
-        self, terms: TermsConfig | None, selection: SelectionConfig, plan_top_k: int, plan_all: bool = False
+        self,
+        terms: TermsConfig | None,
+        selection: SelectionConfig,
+        plan_top_k: int,
+        plan_all: bool = False,
+        l3: Selection | None = None,
     ) -> Choice:
-        """Rank (L3), plan the best ``plan_top_k`` eligible candidates and pick by L4, or, as
-        AffordSim's Stage 2 alone (``plan_all``), plan every raw candidate and take the shortest
-        collision-free path. Call after :meth:`propose`."""
+        """Rank (L3, unless ``l3`` is :meth:`score`'s result already), plan the best
+        ``plan_top_k`` eligible candidates and pick by L4, or, as AffordSim's Stage 2 alone
+        (``plan_all``), plan every raw candidate and take the shortest collision-free path. Call
+        after :meth:`propose`."""
         cands = self.candidates
-        l3 = self.score(terms, selection)
+        l3 = l3 if l3 is not None else self.score(terms, selection)
         if l3.chosen is None and not plan_all:
             return Choice(None, l3.reason, len(l3.eligible), 0, 0)
         by_index = {c.index: c for c in cands}

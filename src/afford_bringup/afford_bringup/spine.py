@@ -219,9 +219,11 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         )
 
         selection = SelectionConfig(combination=cfg.combination, gate=cfg.gate)
+        with timer("select"):
+            l3 = ep.score(cfg.terms, selection)
         # Stage 2 plans the best eligible candidates (or, as a baseline, every raw one).
         with timer("plan"):
-            choice = ep.choose(cfg.terms, selection, cfg.plan_top_k, plan_all=cfg.plan_all)
+            choice = ep.choose(cfg.terms, selection, cfg.plan_top_k, plan_all=cfg.plan_all, l3=l3)
         result.eligible = choice.eligible
         _say(progress, f"[select] {len(cands)} candidates, {result.eligible} pass the gate")
         grasp = choice.grasp

@@ -460,10 +460,15 @@ def test_injected_reflex_needs_recovery(graph: Graph, sim_server: subprocess.Pop
 
 
 def test_gripper_commands_checked_and_run(graph: Graph) -> None:
-    """Open and grasp reach the hand; a force beyond the hand's 70 N is refused, never sent."""
+    """Open and grasp reach the hand; a grasp with no expected width that closes on nothing is
+    a failure (a skill must not lift thin air); a force beyond the hand's 70 N is refused, never
+    sent."""
     opened = graph.call(graph.gripper, graph.Gripper.Request(command="open", width=0.08, force=0.0))
     assert opened.success and opened.width > 0.07, opened
-    grasp = graph.call(graph.gripper, graph.Gripper.Request(command="grasp", width=0.0, force=20.0))
+    empty = graph.call(graph.gripper, graph.Gripper.Request(command="grasp", width=0.0, force=20.0))
+    assert not empty.success and empty.width < 0.01 and "nothing" in empty.message, empty
+    graph.call(graph.gripper, graph.Gripper.Request(command="open", width=0.08, force=0.0))
+    grasp = graph.call(graph.gripper, graph.Gripper.Request(command="grasp", width=0.002, force=20.0))
     assert grasp.success and grasp.width < 0.01, grasp
     n_err = len(graph.errors_since(0))
     too_hard = graph.call(graph.gripper, graph.Gripper.Request(command="grasp", width=0.0, force=100.0))

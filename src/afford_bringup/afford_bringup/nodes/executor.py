@@ -510,9 +510,12 @@ class ExecutorNode(Node):
             response.success, response.message = False, str(exc)
             return response
         response.success, response.width = ok, width
-        response.message = (
-            "" if ok else f"{request.command} did not reach the expected width (now {width:.4f} m)"
-        )
+        if ok:
+            response.message = ""
+        elif request.command == "grasp" and request.width <= 0.0:
+            response.message = f"the fingers closed on nothing (width {width:.4f} m)"
+        else:
+            response.message = f"{request.command} did not reach the expected width (now {width:.4f} m)"
         return response
 
     def _on_recover(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
