@@ -39,7 +39,7 @@ NODE_PARAMETERS: dict[str, set[str]] = {
         "workspace_max",
         "state_rate_hz",
     },
-    "task_server": {"mode", "auto_approve", "approval_timeout_s", "max_frame_age_s"},
+    "task_server": {"mode", "auto_approve", "approval_timeout_s", "max_frame_age_s", "sim_world"},
 }
 
 

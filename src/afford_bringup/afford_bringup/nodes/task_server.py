@@ -73,10 +73,19 @@ class TaskServerNode(Node):
         self.declare_parameter(
             "service_timeout_s", 60.0, d(description="Longest wait for perception or planning (s).")
         )
+        self.declare_parameter(
+            "sim_world",
+            True,
+            d(
+                description="In sim mode, reset our sim world's scene for each goal and judge the outcome "
+                "by its ground truth (false for Isaac Sim, whose scene is built once)."
+            ),
+        )
         self.mode = str(self.get_parameter("mode").value)
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         self.auto_approve = bool(self.get_parameter("auto_approve").value)
+        self.sim_world = self.mode == "sim" and bool(self.get_parameter("sim_world").value)
         if self.auto_approve and self.mode == "real":
             raise ValueError("auto_approve is refused in real mode: a person approves every real trial")
         self.max_frame_age = float(self.get_parameter("max_frame_age_s").value)
@@ -245,7 +254,9 @@ class TaskServerNode(Node):
             raise TrialAborted("empty task sentence")
         if goal.auto_approve and self.mode == "real":
             raise TrialAborted("auto_approve is refused in real mode: a person approves every real trial")
-        if self.mode == "sim" and self.reset_client.service_is_ready():
+        if self.sim_world:
+            if not self.reset_client.wait_for_service(timeout_sec=30.0):
+                raise TrialAborted("no /sim_world/reset: is the sim world running?")
             self._feedback(goal_handle, "reset", f"scene for {sentence!r}, seed {goal.seed}")
             reset = self._call(
                 self.reset_client, ResetScene.Request(sentence=sentence, seed=goal.seed), "scene reset"
@@ -296,7 +307,7 @@ class TaskServerNode(Node):
         result.stage_success = head_ok + list(result.stage_success)
         if why:
             raise TrialAborted(why)
-        if self.mode == "sim" and self.evaluate_client.service_is_ready():
+        if self.sim_world:
             self._feedback(goal_handle, "evaluate", "simulator ground truth")
             check = self._call(self.evaluate_client, Trigger.Request(), "evaluation")
             result.stage_names.append("evaluate")
