@@ -26,7 +26,7 @@ stop_graph() {
 }
 trap stop_graph EXIT
 
-for task in "put the banana on the plate:1" "hang the mug on the rack:2"; do
+for task in "put the banana on the plate:1" "hang the mug on the rack:0"; do
   sentence="${task%:*}"
   seed="${task##*:}"
   printf '\n=== afford task "%s" --seed %s\n' "$sentence" "$seed"
