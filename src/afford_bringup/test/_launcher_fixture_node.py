@@ -54,6 +54,9 @@ def main() -> int:
     try:
         signal.pause()
     except KeyboardInterrupt:
+        # Ctrl-C reaches a node twice (the terminal's group signal, then the launcher's): like a
+        # real node, finish shutting down after the first.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("interrupted, exiting", flush=True)
     return 0
 
