@@ -133,13 +133,12 @@ def run(cfg: BenchConfig) -> list[tuple[float, float, float]]:
 
 def _trials(cfg: BenchConfig, domain: int) -> list[tuple[float, float, float]]:
     import rclpy
-    from builtin_interfaces.msg import Duration
     from rclpy.action import ActionClient
     from rclpy.executors import MultiThreadedExecutor
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Empty
-    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+    from afford_bringup.nodes.convert import trajectory_msg
     from afford_bringup.nodes.qos import qos_profile
     from afford_interfaces.action import FollowTrajectory
 
@@ -200,17 +199,9 @@ def _trials(cfg: BenchConfig, domain: int) -> list[tuple[float, float, float]]:
             t = np.arange(0.0, 3.0 + 1e-9, 0.01)
             s = 0.5 * (1.0 - np.cos(np.pi * t / 3.0))
             sign = 1.0 if k % 2 == 0 else -1.0
-            msg = JointTrajectory(joint_names=[f"fr3_joint{i}" for i in range(1, 8)])
-            for ti, si in zip(t, s, strict=True):
-                q = q0.copy()
-                q[0] += sign * 0.6 * si
-                sec = int(ti)
-                msg.points.append(
-                    JointTrajectoryPoint(
-                        positions=[float(v) for v in q],
-                        time_from_start=Duration(sec=sec, nanosec=int((ti - sec) * 1e9)),
-                    )
-                )
+            qs = np.repeat(q0[None, :], len(t), axis=0)
+            qs[:, 0] += sign * 0.6 * s
+            msg = trajectory_msg(t, qs)
             goal = wait(action.send_goal_async(FollowTrajectory.Goal(trajectory=msg)), 10.0)
             end = time.monotonic() + 10.0
             while abs(latest()[2][0]) < cfg.speed:

@@ -260,19 +260,9 @@ class Graph:
         return future.result()
 
     def send(self, times: np.ndarray, qs: np.ndarray) -> Any:
-        from builtin_interfaces.msg import Duration
-        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+        from afford_bringup.nodes.convert import trajectory_msg
 
-        msg = JointTrajectory()
-        msg.joint_names = [f"fr3_joint{i}" for i in range(1, 8)]
-        for t, q in zip(times, qs, strict=True):
-            sec = int(t)
-            msg.points.append(
-                JointTrajectoryPoint(
-                    positions=[float(v) for v in q],
-                    time_from_start=Duration(sec=sec, nanosec=int((t - sec) * 1e9)),
-                )
-            )
+        msg = trajectory_msg(times, qs)
         assert self.action.wait_for_server(timeout_sec=10.0)
         self.feedback: list[float] = []
         goal = self.wait(
@@ -617,18 +607,9 @@ class _ActionSide:
         return future.result()
 
     def send(self, times: np.ndarray, qs: np.ndarray) -> Any:
-        from builtin_interfaces.msg import Duration
-        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+        from afford_bringup.nodes.convert import trajectory_msg
 
-        msg = JointTrajectory(joint_names=[f"fr3_joint{i}" for i in range(1, 8)])
-        for t, q in zip(times, qs, strict=True):
-            sec = int(t)
-            msg.points.append(
-                JointTrajectoryPoint(
-                    positions=[float(v) for v in q],
-                    time_from_start=Duration(sec=sec, nanosec=int((t - sec) * 1e9)),
-                )
-            )
+        msg = trajectory_msg(times, qs)
         goal = self.wait(self.action.send_goal_async(self.FollowTrajectory.Goal(trajectory=msg)), 10.0)
         assert goal.accepted
         return goal.get_result_async()

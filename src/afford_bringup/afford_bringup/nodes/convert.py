@@ -11,10 +11,13 @@ from __future__ import annotations
 import array
 
 import numpy as np
-from builtin_interfaces.msg import Time
+from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import Pose
 from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from afford_bringup import contract
 
 #: Encoding -> (numpy dtype, channels).
 ENCODINGS: dict[str, tuple[np.dtype, int]] = {
@@ -129,3 +132,20 @@ def matrix_from_pose(pose: Pose) -> np.ndarray:
     m[:3, :3] = Rotation.from_quat(q / n).as_matrix()
     m[:3, 3] = [pose.position.x, pose.position.y, pose.position.z]
     return m
+
+
+def trajectory_msg(times: np.ndarray, qs: np.ndarray, stamp: Time | None = None) -> JointTrajectory:
+    """Timed joint waypoints (``times`` (T,) s from the start, ``qs`` (T, 7)) as a JointTrajectory
+    of the FR3's arm joints in the base frame."""
+    msg = JointTrajectory()
+    msg.header = Header(stamp=stamp or Time(), frame_id=contract.BASE_FRAME)
+    msg.joint_names = list(contract.ARM_JOINTS)
+    for t, q in zip(times, qs, strict=True):
+        sec = int(t)
+        msg.points.append(
+            JointTrajectoryPoint(
+                positions=[float(v) for v in q],
+                time_from_start=Duration(sec=sec, nanosec=int((t - sec) * 1e9)),
+            )
+        )
+    return msg

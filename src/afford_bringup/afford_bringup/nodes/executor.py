@@ -29,11 +29,9 @@ import time
 from typing import Any
 
 import numpy as np
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
@@ -43,6 +41,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from afford_bringup import contract
 from afford_bringup.nodes.qos import qos_profile
+from afford_bringup.nodes.spin import run_node
 from afford_bringup.robot_client import RobotClient, RobotClientConfig
 from afford_interfaces.action import FollowTrajectory
 from afford_interfaces.msg import RobotError
@@ -549,21 +548,7 @@ class ExecutorNode(Node):
 
 
 def main(argv: list[str] | None = None) -> int:
-    rclpy.init(args=argv if argv is not None else sys.argv)
-    node: ExecutorNode | None = None
-    try:
-        node = ExecutorNode()
-        executor = MultiThreadedExecutor(num_threads=5)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        if node is not None:
-            node.halt()
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(ExecutorNode, argv, threads=5, on_exit=ExecutorNode.halt)
 
 
 if __name__ == "__main__":

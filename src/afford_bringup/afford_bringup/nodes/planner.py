@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
-from geometry_msgs.msg import Point, Pose, PoseStamped, Quaternion, Vector3
+from geometry_msgs.msg import Point, PoseStamped, Vector3
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -30,8 +30,9 @@ from visualization_msgs.msg import Marker, MarkerArray
 from afford_bringup import contract
 from afford_bringup.episode import Episode, TableBox
 from afford_bringup.nodes.clouds import from_cloud
+from afford_bringup.nodes.convert import pose_to_msg, trajectory_msg
 from afford_bringup.nodes.qos import qos_profile
-from afford_bringup.nodes.robot_link import GraphRobot, trajectory_msg
+from afford_bringup.nodes.robot_link import GraphRobot
 from afford_bringup.nodes.spin import run_node
 from afford_interfaces.action import ExecuteSkill
 from afford_interfaces.msg import CandidateSet
@@ -59,21 +60,10 @@ def intent_from_msg(msg: Any) -> Intent:
     )
 
 
-def pose_msg(matrix: np.ndarray) -> Pose:
-    from scipy.spatial.transform import Rotation
-
-    x, y, z, w = Rotation.from_matrix(matrix[:3, :3]).as_quat()
-    p = matrix[:3, 3]
-    return Pose(
-        position=Point(x=float(p[0]), y=float(p[1]), z=float(p[2])),
-        orientation=Quaternion(x=float(x), y=float(y), z=float(z), w=float(w)),
-    )
-
-
 def candidate_msg(c: GraspCandidate, eligible: bool) -> CandidateMsg:
     names = sorted(c.terms)
     return CandidateMsg(
-        pose=pose_msg(c.pose_matrix()),
+        pose=pose_to_msg(c.pose_matrix()),
         width=float(c.width),
         source=c.source,
         term_names=names,
@@ -267,7 +257,7 @@ class PlannerNode(Node):
         self.pub_markers.publish(markers(cands, chosen, header))
         if choice.grasp is None:
             raise ValueError(choice.reason)
-        self.pub_chosen.publish(PoseStamped(header=header, pose=pose_msg(choice.grasp.pose_matrix())))
+        self.pub_chosen.publish(PoseStamped(header=header, pose=pose_to_msg(choice.grasp.pose_matrix())))
         return StoredPlan(ep, choice.grasp, start_q, time.monotonic()), cands, digest
 
     def _on_plan(self, req: PlanGrasp.Request, res: PlanGrasp.Response) -> PlanGrasp.Response:
@@ -288,7 +278,7 @@ class PlannerNode(Node):
             candidates=[candidate_msg(c, c.index in eligible) for c in cands],
         )
         res.selected_index = int(stored.grasp.index)
-        res.grasp = PoseStamped(header=header, pose=pose_msg(stored.grasp.pose_matrix()))
+        res.grasp = PoseStamped(header=header, pose=pose_to_msg(stored.grasp.pose_matrix()))
         free, _line = stored.episode.plans[stored.grasp.index]
         times, qs = stored.episode.planner.time_parameterize(
             free.waypoints, stored.episode.skill_config.vel_scale

@@ -27,16 +27,15 @@ import time
 from typing import Any
 
 import numpy as np
-from builtin_interfaces.msg import Duration
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 from sensor_msgs.msg import CameraInfo, JointState
-from std_msgs.msg import Header
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 from afford_bringup import contract
+from afford_bringup.nodes.convert import trajectory_msg
 from afford_bringup.nodes.qos import qos_profile
 from afford_interfaces.action import FollowTrajectory
 from afford_interfaces.srv import Gripper
@@ -55,20 +54,6 @@ REST_SPEED = 0.02
 STALL_GAP = 0.03
 
 
-def trajectory_msg(times: np.ndarray, qs: np.ndarray, stamp: Any) -> JointTrajectory:
-    """Timed joint waypoints as a JointTrajectory of the FR3's arm joints."""
-    msg = JointTrajectory()
-    msg.header = Header(stamp=stamp, frame_id=contract.BASE_FRAME)
-    msg.joint_names = list(contract.ARM_JOINTS)
-    for t, q in zip(times, qs, strict=True):
-        sec = int(t)
-        msg.points.append(
-            JointTrajectoryPoint(
-                positions=[float(v) for v in q],
-                time_from_start=Duration(sec=sec, nanosec=int((t - sec) * 1e9)),
-            )
-        )
-    return msg
 
 
 def wait_future(future: Future, timeout: float, what: str) -> Any:

@@ -6,14 +6,25 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from typing import TypeVar
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
+N = TypeVar("N", bound=Node)
 
-def run_node(factory: Callable[[], Node], argv: list[str] | None = None, threads: int = 4) -> int:
-    """Run the node ``factory()`` builds until shutdown; returns the process exit code."""
+
+def run_node(
+    factory: Callable[[], N],
+    argv: list[str] | None = None,
+    threads: int = 4,
+    on_exit: Callable[[N], None] | None = None,
+) -> int:
+    """Run the node ``factory()`` builds until shutdown; returns the process exit code.
+
+    ``on_exit`` runs on the node before it is destroyed, however the spin ended (the executor
+    stops the robot there)."""
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = None
     try:
@@ -25,6 +36,8 @@ def run_node(factory: Callable[[], Node], argv: list[str] | None = None, threads
         pass
     finally:
         if node is not None:
+            if on_exit is not None:
+                on_exit(node)
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
