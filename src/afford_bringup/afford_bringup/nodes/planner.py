@@ -207,7 +207,7 @@ class PlannerNode(Node):
 
         return look
 
-    def plan(self, req: PlanGrasp.Request) -> tuple[StoredPlan, list[GraspCandidate], str]:
+    def plan(self, req: PlanGrasp.Request) -> tuple[StoredPlan, CandidateSet, PoseStamped]:
         """Run Stage 1, ranking and Stage 2; raises ValueError with the reason to abstain."""
         intent = intent_from_msg(req.intent)
         pts, fields = from_cloud(req.target_cloud)
@@ -246,44 +246,38 @@ class PlannerNode(Node):
         digest = candidate_set_hash(cands, {"task": intent.text, "seed": int(req.seed)})
         header = Header(stamp=self.get_clock().now().to_msg(), frame_id=contract.BASE_FRAME)
         eligible = {c.index for c in cands if c.terms.get("eligible", 0) > 0}
-        self.pub_candidates.publish(
-            CandidateSet(
-                header=header,
-                content_hash=digest,
-                candidates=[candidate_msg(c, c.index in eligible) for c in cands],
-            )
+        candidate_set = CandidateSet(
+            header=header,
+            content_hash=digest,
+            candidates=[candidate_msg(c, c.index in eligible) for c in cands],
         )
+        self.pub_candidates.publish(candidate_set)
         chosen = choice.grasp.index if choice.grasp is not None else -1
         self.pub_markers.publish(markers(cands, chosen, header))
         if choice.grasp is None:
             raise ValueError(choice.reason)
-        self.pub_chosen.publish(PoseStamped(header=header, pose=pose_to_msg(choice.grasp.pose_matrix())))
-        return StoredPlan(ep, choice.grasp, start_q, time.monotonic()), cands, digest
+        grasp = PoseStamped(header=header, pose=pose_to_msg(choice.grasp.pose_matrix()))
+        self.pub_chosen.publish(grasp)
+        return StoredPlan(ep, choice.grasp, start_q, time.monotonic()), candidate_set, grasp
 
     def _on_plan(self, req: PlanGrasp.Request, res: PlanGrasp.Response) -> PlanGrasp.Response:
         t0 = time.perf_counter()
         try:
-            stored, cands, digest = self.plan(req)
+            stored, candidate_set, grasp = self.plan(req)
         except (ValueError, SkillError) as err:
             res.success, res.reason, res.selected_index = False, str(err), -1
             self.get_logger().warning(f"plan_grasp: abstain: {err}")
             return res
         stored.episode.look = self._look(req.intent.text, "")
-        header = Header(stamp=self.get_clock().now().to_msg(), frame_id=contract.BASE_FRAME)
-        eligible = {c.index for c in cands if c.terms.get("eligible", 0) > 0}
         res.success = True
-        res.candidates = CandidateSet(
-            header=header,
-            content_hash=digest,
-            candidates=[candidate_msg(c, c.index in eligible) for c in cands],
-        )
+        res.candidates = candidate_set
         res.selected_index = int(stored.grasp.index)
-        res.grasp = PoseStamped(header=header, pose=pose_to_msg(stored.grasp.pose_matrix()))
+        res.grasp = grasp
         free, _line = stored.episode.plans[stored.grasp.index]
         times, qs = stored.episode.planner.time_parameterize(
             free.waypoints, stored.episode.skill_config.vel_scale
         )
-        res.trajectory = trajectory_msg(np.asarray(times), np.asarray(qs), header.stamp)
+        res.trajectory = trajectory_msg(np.asarray(times), np.asarray(qs), grasp.header.stamp)
         plan_id = uuid.uuid4().hex[:12]
         with self._plans_lock:
             self.plans[plan_id] = stored
@@ -291,7 +285,7 @@ class PlannerNode(Node):
                 del self.plans[min(self.plans, key=lambda k: self.plans[k].created)]
         res.plan_id = plan_id
         self.get_logger().info(
-            f"plan_grasp: {len(cands)} candidates, chose #{stored.grasp.index} "
+            f"plan_grasp: {len(candidate_set.candidates)} candidates, chose #{stored.grasp.index} "
             f"(score {stored.grasp.score:.3f}) "
             f"in {(time.perf_counter() - t0) * 1e3:.0f} ms; plan {plan_id}"
         )
