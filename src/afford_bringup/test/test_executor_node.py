@@ -626,3 +626,53 @@ if __name__ == "__main__":
         serve(sys.argv[2])
     else:
         sys.exit("usage: test_executor_node.py --serve HOSTNAME")
+
+
+def test_topic_backend_waits_for_a_fresh_state_and_refuses_a_stale_one() -> None:
+    """Isaac Sim publishes /joint_states in bursts when its machine is loaded: a goal must wait a
+    bounded time for a fresh reading rather than fail on a momentary gap, and must never start
+    from a reading that is seconds old (the arm may have moved since)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    from afford_bringup.nodes.executor import StaleState, _TopicBackend
+    from afford_bringup.nodes.qos import qos_profile
+
+    domain = int(ISAAC_DOMAIN_ID) + 1 if int(ISAAC_DOMAIN_ID) < 199 else 101
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain)
+    node = rclpy.create_node("executor_backend_test", context=ctx)
+    backend = _TopicBackend(node, "/isaac_joint_commands", None)
+    pub = node.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
+    spin = SingleThreadedExecutor(context=ctx)
+    spin.add_node(node)
+    threading.Thread(target=spin.spin, daemon=True).start()
+    names = [f"fr3_joint{i}" for i in range(1, 8)]
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(StaleState, match="none yet"):
+            backend.current_q(wait=0.3)
+        assert time.monotonic() - t0 >= 0.3
+
+        # A reading that arrives while the goal waits is taken.
+        def publish_later() -> None:
+            time.sleep(0.3)
+            for _ in range(20):
+                pub.publish(JointState(name=names, position=[0.1 * i for i in range(7)]))
+                time.sleep(0.02)
+
+        publisher = threading.Thread(target=publish_later, daemon=True)
+        publisher.start()
+        q = backend.current_q(wait=5.0)
+        assert np.allclose(q, [0.1 * i for i in range(7)])
+
+        # Once the stream stops, an old reading is refused after the wait.
+        publisher.join()
+        time.sleep(0.8)
+        with pytest.raises(StaleState, match="old"):
+            backend.current_q(max_age=0.5, wait=0.2)
+    finally:
+        spin.shutdown()
+        node.destroy_node()
+        ctx.try_shutdown()

@@ -25,6 +25,7 @@ are refused with the format's name.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -215,11 +216,34 @@ class RealSenseCamera:
         self._align = rs.align(rs.stream.color)
         self._pipeline = pipeline
 
-    def stop(self) -> None:
-        """Stop streaming and release the device or file (idempotent)."""
-        if self._pipeline is not None:
-            pipeline, self._pipeline = self._pipeline, None
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop streaming and release the device or file (idempotent).
+
+        Args:
+            timeout: Most seconds to wait for librealsense's ``pipeline.stop()``, or None to
+                wait as long as it takes. Stopping a looped playback can block inside
+                librealsense; a node shutting down must not hang on it.
+
+        Returns:
+            False when the stop was still running at ``timeout`` (it goes on in a daemon
+            thread), True otherwise.
+        """
+        if self._pipeline is None:
+            return True
+        pipeline, self._pipeline = self._pipeline, None
+        if timeout is None:
             pipeline.stop()
+            return True
+        done = threading.Event()
+
+        def stop() -> None:
+            try:
+                pipeline.stop()
+            finally:
+                done.set()
+
+        threading.Thread(target=stop, name="realsense_stop", daemon=True).start()
+        return done.wait(timeout)
 
     def __enter__(self) -> RealSenseCamera:
         self.start()

@@ -43,6 +43,10 @@ EXTRINSICS_TOPIC = "/camera/extrinsics"
 UNCALIBRATED = [math.nan] * 7
 
 
+#: Seconds shutdown waits for the RealSense pipeline to stop.
+_STOP_TIMEOUT_S = 3.0
+
+
 def extrinsics_matrix(values: list[float] | tuple[float, ...]) -> np.ndarray | None:
     """4x4 base_T_camera from ``x y z qx qy qz qw``; ``None`` when not calibrated (any NaN).
 
@@ -192,7 +196,12 @@ class CameraNode(Node):
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=self.config.timeout_s + 1.0)
-        self.camera.stop()
+        # Bounded: librealsense can block stopping a looped playback, and a node that does not
+        # exit on SIGTERM gets killed by the launcher with its device half released.
+        if not self.camera.stop(timeout=_STOP_TIMEOUT_S):
+            self.get_logger().warning(
+                f"the RealSense pipeline did not stop within {_STOP_TIMEOUT_S:.0f} s; exiting without it"
+            )
         super().destroy_node()
 
 

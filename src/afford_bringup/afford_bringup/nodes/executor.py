@@ -82,6 +82,10 @@ def trajectory_arrays(msg: JointTrajectory) -> tuple[np.ndarray, np.ndarray, np.
     return times, positions, velocities
 
 
+class StaleState(RuntimeError):
+    """The world's /joint_states are missing or too old to start a motion from."""
+
+
 class _TopicBackend:
     """Isaac Sim backend: streams checked trajectories as JointState commands; state from the world."""
 
@@ -107,12 +111,21 @@ class _TopicBackend:
                 self._width = float(msg.position[index[contract.FINGER_WIDTH_JOINT]])
             self._stamp = time.monotonic()
 
-    def current_q(self, max_age: float = 0.5) -> np.ndarray:
-        with self._lock:
-            q, stamp = self._q, self._stamp
-        if q is None or time.monotonic() - stamp > max_age:
-            raise RuntimeError("no fresh /joint_states from the world")
-        return q.copy()
+    def current_q(self, max_age: float = 0.5, wait: float = 0.0) -> np.ndarray:
+        """The last measured arm joints, no older than ``max_age`` seconds; waits up to ``wait``
+        seconds for such a reading (a loaded world publishes in bursts), then raises
+        ``StaleState``."""
+        deadline = time.monotonic() + wait
+        while True:
+            with self._lock:
+                q, stamp = self._q, self._stamp
+            age = time.monotonic() - stamp
+            if q is not None and age <= max_age:
+                return q.copy()
+            if time.monotonic() >= deadline:
+                seen = "none yet" if q is None else f"the last is {age:.2f} s old"
+                raise StaleState(f"no fresh /joint_states from the world within {wait:.1f} s ({seen})")
+            time.sleep(0.01)
 
     def width(self) -> float:
         with self._lock:
@@ -207,6 +220,12 @@ class ExecutorNode(Node):
             "state_rate_hz", 100.0, d(description="Rate of /joint_states (franky backend).")
         )
         self.declare_parameter(
+            "state_timeout_s",
+            2.0,
+            d(description="joint_command_topic backend: how long a goal waits for /joint_states no older "
+              "than 0.5 s before it is refused as a communication fault."),
+        )
+        self.declare_parameter(
             "connect_timeout_s",
             60.0,
             d(description="How long to keep trying to reach the robot at start (a booting FR3 or "
@@ -221,6 +240,9 @@ class ExecutorNode(Node):
         backend = str(p("backend").value)
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        self._state_timeout = float(p("state_timeout_s").value)
+        if not 0.0 <= self._state_timeout <= 30.0:
+            raise ValueError(f"state_timeout_s must be in [0, 30], got {self._state_timeout}")
         rate = float(p("state_rate_hz").value)
         if not 1.0 <= rate <= 1000.0:
             raise ValueError(f"state_rate_hz must be in [1, 1000], got {rate}")
@@ -316,7 +338,7 @@ class ExecutorNode(Node):
         if self.client is not None:
             return self.client.read_state().q
         assert self.topic_backend is not None
-        return self.topic_backend.current_q()
+        return self.topic_backend.current_q(wait=self._state_timeout)
 
     def _publish_state(self) -> None:
         assert self.client is not None
@@ -395,10 +417,14 @@ class ExecutorNode(Node):
         self._stop_requested.clear()
         try:
             times, qs, vels = trajectory_arrays(goal_handle.request.trajectory)
-            q_now = self._current_q()
-        except (ValueError, RuntimeError) as exc:
+        except ValueError as exc:
             self._report("limit", f"trajectory refused: {exc}")
             return self._finish(goal_handle, False, str(exc), "limit")
+        try:
+            q_now = self._current_q()
+        except Exception as exc:  # noqa: BLE001 - no state to check against: refuse, never guess
+            self._report("communication", f"trajectory refused: {exc}")
+            return self._finish(goal_handle, False, str(exc), "communication")
         verdict = self.safety.check_trajectory(times, qs, q_now, vels)
         if not verdict.ok:
             text = f"trajectory refused ({verdict.check}): {verdict.message}"
@@ -445,7 +471,10 @@ class ExecutorNode(Node):
         while True:
             if goal_handle.is_cancel_requested or self._stop_requested.is_set():
                 self.client.stop()
-            status = self.client.status()
+            try:
+                status = self.client.status()
+            except Exception as exc:  # noqa: BLE001 - e.g. the connection closed at shutdown
+                return "communication", f"lost the robot during the motion: {exc}"
             if not status.running:
                 if status.error_kind == "" and (
                     self._stop_requested.is_set() or goal_handle.is_cancel_requested
