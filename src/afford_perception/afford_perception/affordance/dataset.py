@@ -73,6 +73,14 @@ class AffordanceDataConfig:
         unseen_category_seeds: Shapes per unseen category.
         views_per_shape: Single-view camera clouds per shape.
         full_clouds_per_shape: Complete-surface clouds per shape (no noise, no dropout).
+        scene_views_per_shape: Views per shape rendered by the simulator in a task-like scene
+            through a camera the tasks use, with the depth noise and pixel dropout of
+            ``BatchWorld.observed_cloud`` and no voxel filter: exactly the clouds the spine
+            grounds on. Free objects stand in the tasks' window at any yaw, seen by the
+            perception camera (even views) or the shoulder camera (odd views); articulated
+            furniture stands 80 cm out facing the robot, closed, seen by the shoulder camera as
+            in the drawer task; other fixed objects (racks, shelves) stand beside the window,
+            seen by the perception camera. Needs MuJoCo rendering (EGL or OSMesa).
         num_points: Points per cloud, P; fewer observed points are resampled with replacement
             (every observed point kept at least once), more are subsampled without.
         noise_std: (low, high) range (m) of the depth noise standard deviation along the
@@ -102,6 +110,7 @@ class AffordanceDataConfig:
     unseen_category_seeds: int = 16
     views_per_shape: int = 3
     full_clouds_per_shape: int = 1
+    scene_views_per_shape: int = 2
     num_points: int = 2048
     noise_std: tuple[float, float] = (0.001, 0.004)
     dropout: tuple[float, float] = (0.0, 0.3)
@@ -134,10 +143,11 @@ class AffordanceDataConfig:
                      "max_samples", "phrasings_per_affordance"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.views_per_shape < 0 or self.full_clouds_per_shape < 0:
-            raise ValueError("views_per_shape and full_clouds_per_shape must be >= 0")
-        if self.views_per_shape + self.full_clouds_per_shape == 0:
-            raise ValueError("each shape needs at least one cloud (views_per_shape + full_clouds_per_shape)")
+        if min(self.views_per_shape, self.full_clouds_per_shape, self.scene_views_per_shape) < 0:
+            raise ValueError("views_per_shape, full_clouds_per_shape and scene_views_per_shape must be >= 0")
+        if self.views_per_shape + self.full_clouds_per_shape + self.scene_views_per_shape == 0:
+            raise ValueError("each shape needs at least one cloud (views_per_shape + full_clouds_per_shape "
+                             "+ scene_views_per_shape)")
         if self.negatives_per_cloud < 0:
             raise ValueError(f"negatives_per_cloud must be >= 0, got {self.negatives_per_cloud}")
         for name, lo_min, hi_max in (("noise_std", 0.0, 0.05), ("dropout", 0.0, 0.95),
@@ -304,6 +314,60 @@ def _shape_clouds(config: AffordanceDataConfig, asset: Any, out: _Clouds) -> Non
         out.full.append(full)
         out.centre.append(centre.astype(np.float32))
         out.observed.append(len(cloud))
+    for j in range(config.scene_views_per_shape):
+        cloud = _scene_view(config, asset, j)
+        if cloud is None:
+            continue
+        pts, idx, centre = prepare_points(cloud.points, config.num_points, rng)
+        out.points.append(pts)
+        out.labels.append(cloud.part_labels[idx].astype(np.int8))
+        out.category.append(asset.category)
+        out.seed.append(int(asset.seed))
+        out.view.append(total + j)
+        out.full.append(False)
+        out.centre.append(centre.astype(np.float32))
+        out.observed.append(len(cloud))
+
+
+# Where the tasks put objects (afford_sim.tasks): free objects in the window in front of the
+# robot; the cabinet of the drawer task 80 cm out, facing the robot within +-10 deg; the rack of
+# the hang task on the robot's left.
+_FREE_WINDOW = ((0.5, 0.0), (0.16, 0.16))
+_ARTICULATED_WINDOW = ((0.8, 0.0), (0.08, 0.1), (math.pi - math.pi / 18, math.pi + math.pi / 18))
+_FIXED_WINDOW = ((0.5, 0.2), (0.06, 0.06), (-math.pi / 2 - math.pi / 6, -math.pi / 2 + math.pi / 6))
+
+
+def _scene_view(config: AffordanceDataConfig, asset: Any, j: int) -> Any:
+    """The ``j``-th scene view of ``asset`` (an ``ObjectCloud`` with part labels), or None when
+    the placement failed or the camera does not see the object."""
+    from afford_sim.scene import ObjectSpec, SceneSpec, Window, sample_scene
+    from afford_sim.tasks import PERCEPTION_CAMERA, SHOULDER_CAMERA
+    from afford_sim.world import BatchWorld
+
+    rng = _rng(config, "scene", asset.category, asset.seed, j)
+    info = category(asset.category)
+    if info.articulated:
+        (centre, size, yaw), camera = _ARTICULATED_WINDOW, SHOULDER_CAMERA
+    elif info.fixed:
+        (centre, size, yaw), camera = _FIXED_WINDOW, PERCEPTION_CAMERA
+    else:
+        (centre, size), yaw = _FREE_WINDOW, (-math.pi, math.pi)
+        camera = PERCEPTION_CAMERA if j % 2 == 0 else SHOULDER_CAMERA
+    spec = SceneSpec(objects=(ObjectSpec(asset.category, asset.category, int(asset.seed),
+                                         Window(center=centre, size=size, yaw=yaw)),),
+                     cameras=(camera,))
+    try:
+        placed = sample_scene(spec, seed=int(rng.integers(1 << 31)), make_asset=lambda _c, _s: asset)
+    except ValueError:
+        return None  # no collision-free placement for this shape: skip the view, as a task would fail
+    world = BatchWorld(placed)
+    try:
+        obs = world.render()
+        return world.observed_cloud(obs, asset.category, seed=int(rng.integers(1 << 31)))
+    except ValueError:
+        return None  # out of view
+    finally:
+        world.close()
 
 
 def _queries(config: AffordanceDataConfig, clouds: _Clouds, split: str,
