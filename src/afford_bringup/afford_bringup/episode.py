@@ -50,7 +50,10 @@ def perceived_center(points: np.ndarray) -> np.ndarray:
 def front_normal(handle: np.ndarray, face: np.ndarray, whole: np.ndarray) -> np.ndarray:
     """Horizontal outward normal of the front a handle stands on: the plane of the face's
     points (a drawer front) turned towards the handle; from the object's centre through the
-    handle when the face was not seen."""
+    handle when the face was not seen; zero when no handle point was seen (the episode then
+    abstains for want of a grasp region)."""
+    if len(handle) == 0:
+        return np.zeros(3)
     if len(face) >= 30:
         n = np.linalg.svd(face - face.mean(0), full_matrices=False)[2][-1]
         if np.dot(n, handle.mean(0) - face.mean(0)) < 0:

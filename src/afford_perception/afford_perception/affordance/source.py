@@ -27,7 +27,7 @@ import numpy as np
 
 from afford_perception.affordance.anchoring import AnchorConfig, AnchoredEmbedder
 from afford_perception.affordance.model import AffordanceModel, load_model, predict, predict_many
-from afford_perception.affordance.vocabulary import PHRASINGS, split_phrasings
+from afford_perception.affordance.vocabulary import split_phrasings
 from afford_perception.grounding.base import GroundingSource, register_source
 from afford_perception.ontology import AFFORDANCES, category
 from afford_perception.types import ObjectCloud
@@ -78,11 +78,13 @@ def _default_embedder(texts: Sequence[str]) -> np.ndarray:
 
 def affordance_phrase(part: str, affordance: str) -> str:
     """The phrase asking for ``affordance`` when the part ``part`` is meant: the part's own
-    name ("the spout") if it is a phrasing of that affordance, else its first seen phrasing."""
+    name ("the spout") if it is a seen phrasing of that affordance, else the affordance's first
+    seen phrasing. Held-out phrasings are never asked: the model was not trained on them, and
+    one that reads like another affordance ("the drawer handle" lies nearer "the handle", a
+    grasp, than any pull phrasing) would ground the wrong region."""
     own = f"the {part.replace('_', ' ')}"
-    if own in PHRASINGS[affordance]:
-        return own
-    return split_phrasings().seen[affordance][0]
+    seen = split_phrasings().seen[affordance]
+    return own if own in seen else seen[0]
 
 
 @register_source("learned")
