@@ -172,6 +172,9 @@ def _affordance_eval(args: argparse.Namespace) -> int:
         for name, r in by_source.items():
             cells = " ".join(f"{r['per_affordance'].get(a, float('nan')):>12.3f}" for a in affs)
             print(f"  {name:<10} {r['overall']:>8.3f} {cells}")
+        for name, r in by_source.items():
+            views = ", ".join(f"{k} {v:.3f}" for k, v in r.get("by_view", {}).items())
+            print(f"  {name:<10} overall by kind of view: {views}")
     return 0
 
 

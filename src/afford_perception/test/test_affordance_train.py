@@ -242,6 +242,9 @@ def test_evaluate_reports_every_split_and_source(trained: tuple[Path, TrainRepor
             assert r["queries"] > 0 and 0.0 <= r["overall"] <= 1.0, (split, name)
             assert r["overall"] == pytest.approx(np.mean(list(r["per_affordance"].values())))
         assert by_source["oracle"]["overall"] == 1.0
+        # The robot's own views are reported apart from the synthetic ones (DATA has no scans).
+        assert set(by_source["learned"]["by_view"]) == {"orbit", "scene"}
+        assert by_source["oracle"]["by_view"] == {"orbit": 1.0, "scene": 1.0}
     assert results["val_unseen_shapes"]["learned"]["overall"] == pytest.approx(report.best_val_miou)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from afford_perception.affordance.dataset import MANIFEST, SPLITS, AffordanceSplit, load
+from afford_perception.affordance.dataset import MANIFEST, SPLITS, AffordanceSplit, load, load_manifest
 from afford_perception.grounding.base import GroundingError, GroundingSource, make_source, region_mask
 from afford_perception.grounding.views import iou
 from afford_perception.ontology import category
@@ -138,6 +138,14 @@ def part_source_ious(source: GroundingSource, split: AffordanceSplit, threshold:
     return out, failures
 
 
+def view_kinds(split: AffordanceSplit, views_per_shape: int) -> np.ndarray:
+    """Kind of every cloud of ``split``: ``orbit`` (a synthetic single view from anywhere around
+    the object), ``scan`` (a complete surface) or ``scene`` (rendered through a task's camera,
+    what the spine grounds on); ``views_per_shape`` is the data set's config value."""
+    kinds = np.where(split.view < views_per_shape, "orbit", "scene")
+    return np.where(split.full, "scan", kinds)
+
+
 def _default_embedder(texts: Sequence[str]) -> np.ndarray:
     from afford_perception.text_embedding import embed
 
@@ -165,8 +173,9 @@ def evaluate_sources(
 
     Returns:
         ``{split: {source: {"per_affordance": {affordance: mIoU}, "overall": mIoU,
-        "queries": int, "failures": int, "seconds": float}}}``; ``failures`` counts clouds a
-        part source refused (always 0 for ``learned``).
+        "queries": int, "failures": int, "seconds": float, "by_view": {kind: overall}}}}``;
+        ``failures`` counts clouds a part source refused (always 0 for ``learned``);
+        ``by_view`` is the overall mIoU on each kind of cloud (:func:`view_kinds`).
     """
     unknown = [s for s in splits if s not in SPLITS]
     if unknown:
@@ -177,6 +186,7 @@ def evaluate_sources(
         raise FileNotFoundError(f"no affordance data set in {data_dir} (no {MANIFEST}): generate it with "
                                 "`afford affordance data`")
     loaded = {name: load(Path(data_dir) / f"{name}.npz") for name in splits}
+    views_per_shape = int(load_manifest(data_dir)["config"]["views_per_shape"])
     built: dict[str, Any] = {}
     for name in dict.fromkeys(sources):
         if name == "learned":
@@ -188,6 +198,7 @@ def evaluate_sources(
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for split_name, split in loaded.items():
         affs = [split.affordances[a] for a in split.query_affordance]
+        kind_of_query = view_kinds(split, views_per_shape)[split.query_cloud]
         results[split_name] = {}
         for name, source in built.items():
             t0 = time.perf_counter()
@@ -196,6 +207,9 @@ def evaluate_sources(
                 ious, failures = learned_ious(source.model, split, emb, threshold), 0
             else:
                 ious, failures = part_source_ious(source, split, threshold)
+            by_view = {str(k): summarize([a for a, m in zip(affs, kind_of_query == k, strict=True) if m],
+                                         ious[kind_of_query == k])["overall"]
+                       for k in sorted(set(kind_of_query.tolist()))}
             results[split_name][name] = {**summarize(affs, ious), "failures": failures,
-                                         "seconds": time.perf_counter() - t0}
+                                         "seconds": time.perf_counter() - t0, "by_view": by_view}
     return results
