@@ -4,7 +4,9 @@ A sample is one object cloud as the model sees it: ``points`` (P, 3) float32, ce
 cloud's axis-aligned bounding-box centre (no scaling, so sizes stay metric), resampled to a
 fixed P, together with queries ``(text, affordance, target mask (P,))``. Most clouds are single
 camera views (one side only, depth noise along the ray, dropped points), as the robot's camera
-gives them; a few are complete scans so the model also knows what whole objects look like.
+gives them: orbit views from anywhere around the object, and scene views that the simulator
+renders through the tasks' own cameras (``scene_views_per_shape``); a few are complete scans so
+the model also knows what whole objects look like.
 
 Four splits, each one compressed ``.npz`` file, plus ``manifest.json``:
 
