@@ -97,6 +97,7 @@ class _TopicBackend:
         self._width = float("nan")
         self._stamp = 0.0
         self._stop = threading.Event()
+        self._send_lock = threading.Lock()
         node.create_subscription(
             JointState, "/joint_states", self._on_state, _qos("/joint_states"), callback_group=group
         )
@@ -149,15 +150,19 @@ class _TopicBackend:
                 if self._stop.wait(min(wait, _POLL_PERIOD)):
                     break
                 on_progress(min(1.0, (time.monotonic() - t0) / duration))
-            if self._stop.is_set():
-                self.hold()
-                return "stopped"
-            self.command(contract.ARM_JOINTS, q)
+            # Checked and sent under the lock stop() holds while it commands the hold, so no
+            # trajectory point can follow the hold command.
+            with self._send_lock:
+                if self._stop.is_set():
+                    return "stopped"
+                self.command(contract.ARM_JOINTS, q)
         return ""
 
     def stop(self) -> None:
-        self._stop.set()
-        self.hold()
+        """End the stream and command the arm to stay where the world last reported it."""
+        with self._send_lock:
+            self._stop.set()
+            self.hold()
 
     def hold(self) -> None:
         try:
