@@ -179,6 +179,7 @@ def executor_proc(sim_server: subprocess.Popen[str]) -> Iterator[subprocess.Pope
         for line in proc.stdout:
             log.append(line)
 
+    proc.log = log  # type: ignore[attr-defined]  # read by tests that end the process
     try:
         _wait_line(proc, "executor ready", 60.0)
         threading.Thread(target=drain, daemon=True).start()
@@ -475,7 +476,9 @@ def test_sigint_mid_motion_exits_cleanly(graph: Graph, executor_proc: subprocess
     graph.send(times, qs)
     graph.wait_moving(0.1)
     executor_proc.send_signal(signal.SIGINT)
-    assert executor_proc.wait(15) == 0
+    rc = executor_proc.wait(15)
+    time.sleep(0.2)  # the drain thread takes the last lines
+    assert rc == 0, "".join(executor_proc.log[-40:])  # type: ignore[attr-defined]
     children = subprocess.run(
         ["ps", "-o", "pid=", "--ppid", str(executor_proc.pid)], capture_output=True, text=True, check=False
     ).stdout.split()
@@ -539,9 +542,10 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
     spin.add_node(node)
     threading.Thread(target=spin.spin, daemon=True).start()
     graph = None
+    output: list[str] = []
     try:
         _wait_line(proc, "executor ready", 60.0)
-        threading.Thread(target=lambda: proc.stdout and proc.stdout.read(), daemon=True).start()
+        threading.Thread(target=lambda: proc.stdout and output.extend(proc.stdout), daemon=True).start()
         graph = _ActionSide(ctx, node)
         times, qs = ramp(q_world.copy(), np.array([0.2, 0, 0, 0.1, 0, 0, 0]), 1.0)
         result = graph.run(times, qs, 10.0)
@@ -581,7 +585,8 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         node.destroy_node()
         ctx.try_shutdown()
         _kill(proc)
-    assert proc.returncode == 0
+    time.sleep(0.2)  # the reader thread takes the last lines
+    assert proc.returncode == 0, "".join(output[-40:])
 
 
 class _ActionSide:
