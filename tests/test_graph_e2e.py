@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -79,7 +80,14 @@ class Monitor:
         from std_msgs.msg import Empty
 
         self.stop_pub = self.node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
+        from rclpy.action import ActionClient
         from rclpy.executors import SingleThreadedExecutor
+
+        from afford_interfaces.action import RunTask
+
+        # Made before the spin starts: rclpy's ActionClient registers itself with the node before
+        # it is fully built, and a spin running meanwhile dies on the half-made client.
+        self.run_task: Any = ActionClient(self.node, RunTask, "/run_task")
 
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
@@ -139,11 +147,7 @@ def graph(tmp_path_factory) -> Iterator[dict]:
     monitor = Monitor()
     state = {"proc": proc, "log": log, "monitor": monitor}
     try:
-        from rclpy.action import ActionClient
-
-        from afford_interfaces.action import RunTask
-
-        client = ActionClient(monitor.node, RunTask, "/run_task")
+        client = monitor.run_task
         end = time.monotonic() + 120
         while not client.wait_for_server(timeout_sec=1.0):
             assert proc.poll() is None, "the graph died at start:\n" + log.read_text()[-4000:]

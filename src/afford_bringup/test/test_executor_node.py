@@ -538,15 +538,18 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         pub.publish(JointState(name=names, position=[*(float(v) for v in q), 0.04]))
 
     node.create_timer(0.01, publish_world)
+    # Made before the spin starts: rclpy's ActionClient registers itself with the node before it
+    # is fully built, and a spin running meanwhile dies on the half-made client (the world then
+    # stops publishing, which once looked like an executor fault).
+    graph = _ActionSide(ctx, node)
     spin = SingleThreadedExecutor(context=ctx)
     spin.add_node(node)
     threading.Thread(target=spin.spin, daemon=True).start()
-    graph = None
     output: list[str] = []
     try:
         _wait_line(proc, "executor ready", 60.0)
         threading.Thread(target=lambda: proc.stdout and output.extend(proc.stdout), daemon=True).start()
-        graph = _ActionSide(ctx, node)
+        graph.wait_for_server()
         times, qs = ramp(q_world.copy(), np.array([0.2, 0, 0, 0.1, 0, 0, 0]), 1.0)
         result = graph.run(times, qs, 10.0)
         assert result.success, result.message
@@ -590,7 +593,7 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
 
 
 class _ActionSide:
-    """A minimal action client and stop publisher on an already spinning node."""
+    """A minimal action client and stop publisher; build it before the node spins."""
 
     def __init__(self, ctx: Any, node: Any) -> None:
         from rclpy.action import ActionClient
@@ -602,6 +605,8 @@ class _ActionSide:
         self.FollowTrajectory, self.Empty = FollowTrajectory, Empty
         self.action: Any = ActionClient(node, FollowTrajectory, "/executor/follow_trajectory")
         self.stop_pub = node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
+
+    def wait_for_server(self) -> None:
         assert self.action.wait_for_server(timeout_sec=20.0)
 
     @staticmethod
