@@ -34,6 +34,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from afford_bringup import contract
 from afford_bringup.nodes.convert import camera_info, image_to_msg, pose_to_msg
 from afford_bringup.nodes.qos import qos_profile
+from afford_bringup.nodes.spin import shut_down_under_spin
 from afford_perception.realsense import CameraError, RealSenseCamera, RealSenseConfig, RealSenseFrame
 
 COLOR_TOPIC = "/camera/color/image_raw"
@@ -218,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         # Startup faults (no camera, bad file, bad parameters): say why and exit non-zero.
         print(f"camera: {err}", file=sys.stderr)
         code = 1
+    except Exception as exc:
+        if not shut_down_under_spin(exc):
+            raise
     finally:
         if node is not None:
             node.destroy_node()

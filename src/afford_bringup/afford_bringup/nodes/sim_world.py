@@ -41,6 +41,7 @@ from afford_bringup.nodes.convert import (
     stamp_from_ns,
 )
 from afford_bringup.nodes.qos import qos_profile
+from afford_bringup.nodes.spin import shut_down_under_spin
 from afford_interfaces.srv import ResetScene
 from afford_sim.franky_world import FrankyWorld, FrankyWorldConfig, SceneInfo
 from afford_sim.sim_render import Frame, RenderConfig, RenderProcess
@@ -263,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
                 camera_lost = True
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception as exc:
+        if not shut_down_under_spin(exc):
+            raise
     finally:
         if node is not None:
             node.close()

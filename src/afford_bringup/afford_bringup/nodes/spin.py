@@ -15,6 +15,16 @@ from rclpy.node import Node
 N = TypeVar("N", bound=Node)
 
 
+def shut_down_under_spin(exc: BaseException) -> bool:
+    """True when ``exc`` came out of a spin only because Ctrl-C or SIGTERM shut the context
+    down while the executor was building its wait set: rclpy then raises ``RCLError`` ("the
+    given context is not valid") instead of ``ExternalShutdownException``. Such an exit is a
+    clean one; any error while the context is still valid is not."""
+    from rclpy._rclpy_pybind11 import RCLError
+
+    return isinstance(exc, RCLError) and not rclpy.ok()
+
+
 def run_node(
     factory: Callable[[], N],
     argv: list[str] | None = None,
@@ -34,6 +44,9 @@ def run_node(
         executor.spin()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    except Exception as exc:
+        if not shut_down_under_spin(exc):
+            raise
     finally:
         if node is not None:
             if on_exit is not None:
