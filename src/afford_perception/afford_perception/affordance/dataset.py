@@ -267,6 +267,20 @@ class _Clouds:
     centre: list[np.ndarray] = field(default_factory=list)
     observed: list[int] = field(default_factory=list)
 
+    def add(self, cloud: Any, asset: Any, view: int, full: bool, num_points: int,
+            rng: np.random.Generator) -> None:
+        """Append one observed, labelled cloud of ``asset``, centred and resampled to
+        ``num_points``."""
+        pts, idx, centre = prepare_points(cloud.points, num_points, rng)
+        self.points.append(pts)
+        self.labels.append(cloud.part_labels[idx].astype(np.int8))
+        self.category.append(asset.category)
+        self.seed.append(int(asset.seed))
+        self.view.append(view)
+        self.full.append(full)
+        self.centre.append(centre.astype(np.float32))
+        self.observed.append(len(cloud))
+
 
 def _rng(config: AffordanceDataConfig, *keys: int | str) -> np.random.Generator:
     """A generator for one draw, keyed by what it is for, so adding a category or a view does
@@ -307,28 +321,11 @@ def _shape_clouds(config: AffordanceDataConfig, asset: Any, out: _Clouds) -> Non
             cloud = single_view(asset, pose, cam, noise_std=_uniform(rng, config.noise_std),
                                 dropout=_uniform(rng, config.dropout), n=n_samples, seed=cloud_seed, q=q,
                                 voxel=config.voxel)
-        pts, idx, centre = prepare_points(cloud.points, config.num_points, rng)
-        out.points.append(pts)
-        out.labels.append(cloud.part_labels[idx].astype(np.int8))
-        out.category.append(asset.category)
-        out.seed.append(int(asset.seed))
-        out.view.append(v)
-        out.full.append(full)
-        out.centre.append(centre.astype(np.float32))
-        out.observed.append(len(cloud))
+        out.add(cloud, asset, v, full, config.num_points, rng)
     for j in range(config.scene_views_per_shape):
         cloud = _scene_view(config, asset, j)
-        if cloud is None:
-            continue
-        pts, idx, centre = prepare_points(cloud.points, config.num_points, rng)
-        out.points.append(pts)
-        out.labels.append(cloud.part_labels[idx].astype(np.int8))
-        out.category.append(asset.category)
-        out.seed.append(int(asset.seed))
-        out.view.append(total + j)
-        out.full.append(False)
-        out.centre.append(centre.astype(np.float32))
-        out.observed.append(len(cloud))
+        if cloud is not None:
+            out.add(cloud, asset, total + j, False, config.num_points, rng)
 
 
 # Where the tasks put objects (afford_sim.tasks): free objects in the window in front of the
