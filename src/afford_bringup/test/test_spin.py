@@ -23,3 +23,13 @@ def test_only_an_rcl_error_after_shutdown_counts_as_a_clean_exit() -> None:
         rclpy.shutdown()
     assert shut_down_under_spin(RCLError("failed to initialize wait set"))
     assert not shut_down_under_spin(ValueError("a bad parameter"))
+
+
+def test_clean_shutdown_ends_quietly_only_on_a_shutdown() -> None:
+    """Every node's main wraps its spin in this: Ctrl-C exits 0, a real fault still surfaces."""
+    from afford_bringup.nodes.spin import clean_shutdown
+
+    with clean_shutdown():
+        raise KeyboardInterrupt
+    with pytest.raises(ValueError), clean_shutdown():
+        raise ValueError("a bad parameter")

@@ -27,14 +27,13 @@ import rclpy
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from afford_bringup import contract
 from afford_bringup.nodes.convert import camera_info, image_to_msg, pose_to_msg
 from afford_bringup.nodes.qos import qos_profile
-from afford_bringup.nodes.spin import shut_down_under_spin
+from afford_bringup.nodes.spin import clean_shutdown
 from afford_perception.realsense import CameraError, RealSenseCamera, RealSenseConfig, RealSenseFrame
 
 COLOR_TOPIC = "/camera/color/image_raw"
@@ -211,17 +210,13 @@ def main(argv: list[str] | None = None) -> int:
     node = None
     code = 0
     try:
-        node = CameraNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        with clean_shutdown():
+            node = CameraNode()
+            rclpy.spin(node)
     except (CameraError, ValueError) as err:
         # Startup faults (no camera, bad file, bad parameters): say why and exit non-zero.
         print(f"camera: {err}", file=sys.stderr)
         code = 1
-    except Exception as exc:
-        if not shut_down_under_spin(exc):
-            raise
     finally:
         if node is not None:
             node.destroy_node()

@@ -25,7 +25,7 @@ from typing import Any
 import rclpy
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import CameraInfo, Image
@@ -41,7 +41,7 @@ from afford_bringup.nodes.convert import (
     stamp_from_ns,
 )
 from afford_bringup.nodes.qos import qos_profile
-from afford_bringup.nodes.spin import shut_down_under_spin
+from afford_bringup.nodes.spin import clean_shutdown
 from afford_interfaces.srv import ResetScene
 from afford_sim.franky_world import FrankyWorld, FrankyWorldConfig, SceneInfo
 from afford_sim.sim_render import Frame, RenderConfig, RenderProcess
@@ -248,25 +248,23 @@ def main(argv: list[str] | None = None) -> int:
     code = 0
     camera_lost = False
     try:
-        node = SimWorldNode()
-        executor = SingleThreadedExecutor()
-        executor.add_node(node)
-        while not stop.is_set() and rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-            if not node.world.running:
-                node.get_logger().error(f"the simulation loop stopped: {node.world.loop_error!r}")
-                code = 1
-                break
-            if not camera_lost and not node.render.alive():
-                # Like an unplugged camera: the robot keeps running, the camera topics stop, and
-                # the trial's watchdog decides what that means for the task.
-                node.get_logger().error("the render process died: no camera topics; the robot keeps running")
-                camera_lost = True
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception as exc:
-        if not shut_down_under_spin(exc):
-            raise
+        with clean_shutdown():
+            node = SimWorldNode()
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            while not stop.is_set() and rclpy.ok():
+                executor.spin_once(timeout_sec=0.1)
+                if not node.world.running:
+                    node.get_logger().error(f"the simulation loop stopped: {node.world.loop_error!r}")
+                    code = 1
+                    break
+                if not camera_lost and not node.render.alive():
+                    # Like an unplugged camera: the robot keeps running, the camera topics stop, and
+                    # the trial's watchdog decides what that means for the task.
+                    node.get_logger().error(
+                        "the render process died: no camera topics; the robot keeps running"
+                    )
+                    camera_lost = True
     finally:
         if node is not None:
             node.close()

@@ -5,7 +5,8 @@ and shut down cleanly on Ctrl-C, SIGTERM or an external shutdown."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 import rclpy
@@ -13,6 +14,20 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 N = TypeVar("N", bound=Node)
+
+
+@contextmanager
+def clean_shutdown() -> Iterator[None]:
+    """Around a node's spin: Ctrl-C, SIGTERM and an external shutdown end it quietly, and so
+    does the ``RCLError`` rclpy raises when that shutdown lands while the executor builds its
+    wait set (:func:`shut_down_under_spin`); every other error goes on."""
+    try:
+        yield
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception as exc:
+        if not shut_down_under_spin(exc):
+            raise
 
 
 def shut_down_under_spin(exc: BaseException) -> bool:
@@ -38,15 +53,11 @@ def run_node(
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = None
     try:
-        node = factory()
-        executor = MultiThreadedExecutor(num_threads=threads)
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception as exc:
-        if not shut_down_under_spin(exc):
-            raise
+        with clean_shutdown():
+            node = factory()
+            executor = MultiThreadedExecutor(num_threads=threads)
+            executor.add_node(node)
+            executor.spin()
     finally:
         if node is not None:
             if on_exit is not None:
