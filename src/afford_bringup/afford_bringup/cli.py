@@ -149,7 +149,7 @@ def _affordance_train(args: argparse.Namespace) -> int:
     steps = args.steps if args.steps is not None or args.minutes is not None else TrainConfig.steps
     config = TrainConfig(data_dir=Path(args.data), out=Path(args.out or DEFAULT_WEIGHTS), steps=steps,
                          minutes=args.minutes, seed=args.seed, threads=args.threads,
-                         command=args.command_line)
+                         resample_phrasings=not args.stored_phrasings, command=args.command_line)
     report = train(config, progress=not args.no_progress, log=lambda line: print(line, flush=True))
     print(f"wrote {report.out}: step {report.best_step} of {report.steps}, val_unseen_shapes mIoU "
           f"{report.best_val_miou:.3f}, {report.seconds / 60:.1f} min")
@@ -195,6 +195,9 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--out", default=None, help="checkpoint path (default: the shipped weights path)")
     tr.add_argument("--seed", type=int, default=0)
     tr.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    tr.add_argument("--stored-phrasings", action="store_true",
+                    help="ask each query with the wording the data set stored, instead of one drawn "
+                         "each step from the affordance's whole training pool")
     tr.add_argument("--no-progress", action="store_true", help="no progress lines")
     tr.set_defaults(func=_affordance_train)
     ev = asub.add_parser("eval", help="mIoU per affordance of each source on the held-out splits")

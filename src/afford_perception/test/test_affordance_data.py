@@ -62,6 +62,36 @@ def test_no_phrase_names_two_affordances() -> None:
         vocab.affordance_of("the flux capacitor")
 
 
+def test_training_pool_adds_training_only_wordings_and_never_a_held_out_one() -> None:
+    """More training wordings help the model read new ones, but one that repeats a held-out
+    phrasing would turn the unseen-phrasing benchmark into a seen one without anyone noticing."""
+    split = vocab.split_phrasings()
+    pool = vocab.training_pool(split)
+    held_out = {p for ps in split.unseen.values() for p in ps}
+    for aff in AFFORDANCES:
+        assert set(split.seen[aff]) <= set(pool[aff]), aff
+        assert set(vocab.TRAINING_ONLY.get(aff, ())) <= set(pool[aff]), aff
+        assert not set(pool[aff]) & held_out, aff
+    everywhere = [p for ps in pool.values() for p in ps]
+    assert len(everywhere) == len(set(everywhere)), "a training wording names two affordances"
+    for aff, phrases in vocab.TRAINING_ONLY.items():
+        assert all(vocab.affordance_of(p) == aff for p in phrases)
+
+
+def test_training_pool_refuses_a_training_only_phrase_that_could_be_held_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check runs on every use, so an edit that copies an authored phrase (perhaps a
+    held-out one) into the training-only table fails at once instead of leaking it."""
+    held = vocab.split_phrasings().unseen["pour_out"][0]
+    monkeypatch.setattr(vocab, "TRAINING_ONLY", {**vocab.TRAINING_ONLY, "pour_out": (held,)})
+    with pytest.raises(ValueError, match="repeat authored"):
+        vocab.training_pool()
+    twice = {"pour_out": ("the pour hole",), "pour_in": ("the pour hole",)}
+    monkeypatch.setattr(vocab, "TRAINING_ONLY", twice)
+    with pytest.raises(ValueError, match="names both"):
+        vocab.training_pool()
+
+
 def test_phrasing_split_ignores_authored_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """The held-out words are fixed by their text alone, so reordering the vocabulary while
     editing it cannot silently move a test phrasing into training."""

@@ -33,7 +33,8 @@ from afford_perception.affordance.evaluate import (
 )
 from afford_perception.affordance.model import AffordanceModelConfig, load_checkpoint
 from afford_perception.affordance.source import WEIGHTS_ENV, LearnedSource, WeightsNotFound, affordance_phrase
-from afford_perception.affordance.train import TrainConfig, TrainReport, cloud_weights, train
+from afford_perception.affordance.train import TrainConfig, TrainReport, _Wordings, cloud_weights, train
+from afford_perception.affordance.vocabulary import TRAINING_ONLY, split_phrasings, training_pool
 from afford_perception.grounding import make_source
 from afford_perception.grounding.base import GroundingSource
 from afford_perception.ontology import category
@@ -168,6 +169,51 @@ def test_time_budget_stops_the_run_and_still_saves(trained: tuple[Path, TrainRep
     assert load_checkpoint(report.out)["meta"]["steps"] == 1
 
 
+def test_each_step_asks_wordings_from_the_whole_training_pool(trained: tuple[Path, TrainReport]) -> None:
+    """The data set stores two wordings per affordance and cloud; drawing from the whole pool is
+    what lets a robot be told "the mug's handle" or "the haft" and still find the grip. A draw
+    must stay within the query's own affordance, or the model learns a wording's wrong region."""
+    data, _ = trained
+    split = load(data / "train.npz")
+    wordings = _Wordings(split)
+    pool = training_pool()
+    rng = np.random.default_rng(0)
+    for i, aff in enumerate(split.affordances):
+        drawn = {wordings.texts[j] for j in wordings.draw(np.full(4000, i), rng)}
+        assert drawn == set(pool[aff]), aff
+
+
+def test_training_embeds_the_pool_and_never_a_held_out_wording(trained: tuple[Path, TrainReport],
+                                                               tmp_path: Path) -> None:
+    """The unseen-phrasing benchmark is honest only if no held-out wording reaches training."""
+    data, _ = trained
+    asked: list[str] = []
+
+    def recording(texts: list[str]) -> np.ndarray:
+        asked.extend(texts)
+        return stub_embedder(texts)
+
+    train(TrainConfig(data_dir=data, out=tmp_path / "m.pt", steps=1, batch_clouds=2, model=MODEL),
+          progress=False, embedder=recording)
+    assert {p for ps in TRAINING_ONLY.values() for p in ps} <= set(asked)
+    assert not {p for ps in split_phrasings().unseen.values() for p in ps} & set(asked)
+
+
+def test_a_data_set_of_another_vocabulary_is_refused(trained: tuple[Path, TrainReport],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Resampling replaces stored wordings by pool ones of the same affordance; a data set asking
+    wordings the pool lacks was made with another vocabulary, and its affordance indices may not
+    mean what this one's do."""
+    from afford_perception.affordance import train as train_mod
+
+    data, _ = trained
+    split = load(data / "train.npz")
+    other = {a: ("the flux capacitor",) for a in split.affordances}
+    monkeypatch.setattr(train_mod, "training_pool", lambda: other)
+    with pytest.raises(ValueError, match="outside the training pool"):
+        _Wordings(split)
+
+
 # --- the learned source ----------------------------------------------------------------------
 
 
@@ -246,6 +292,13 @@ def test_evaluate_reports_every_split_and_source(trained: tuple[Path, TrainRepor
         assert set(by_source["learned"]["by_view"]) == {"orbit", "scene"}
         assert by_source["oracle"]["by_view"] == {"orbit": 1.0, "scene": 1.0}
     assert results["val_unseen_shapes"]["learned"]["overall"] == pytest.approx(report.best_val_miou)
+    # Which wordings the model misreads is reported per wording; the unseen split asks only
+    # held-out ones.
+    held_out = {p for ps in split_phrasings().unseen.values() for p in ps}
+    by_phrase = results["test_unseen_phrasings"]["learned"]["by_phrase"]
+    assert by_phrase and set(by_phrase) <= held_out
+    assert all(0.0 <= v <= 1.0 for v in by_phrase.values())
+    assert results["test_unseen_phrasings"]["oracle"]["by_phrase"] == dict.fromkeys(by_phrase, 1.0)
 
 
 class _Nothing(GroundingSource):

@@ -8,9 +8,9 @@ replaces a query's embedding by a similarity-weighted mean of its nearest traini
 the original by ``keep``. A training phrasing is its own nearest neighbour (similarity 1) and so
 comes back almost unchanged; an unseen one is read as the known wordings it resembles.
 
-Only training (seen) phrasings are anchors: the held-out phrasings never enter, so the
-unseen-phrasing benchmark stays held out. The settings below were fixed before that split was
-scored and are not tuned on it.
+Only training wordings (the seen phrasings and ``vocabulary.TRAINING_ONLY``) are anchors: the
+held-out phrasings never enter, so the unseen-phrasing benchmark stays held out. The settings
+below were fixed before that split was scored and are not tuned on it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from afford_perception.affordance.vocabulary import split_phrasings
+from afford_perception.affordance.vocabulary import training_pool
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
 
@@ -50,9 +50,9 @@ class AnchorConfig:
 
 
 def training_phrasings() -> list[str]:
-    """Every seen phrasing of every affordance, the anchors."""
-    seen = split_phrasings().seen
-    return sorted({p for phrasings in seen.values() for p in phrasings})
+    """Every wording training uses (seen and training-only phrasings), the anchors."""
+    pool = training_pool()
+    return sorted({p for phrasings in pool.values() for p in phrasings})
 
 
 class AnchoredEmbedder:

@@ -488,7 +488,9 @@ def generate(config: AffordanceDataConfig, out_dir: Path | str, progress: bool =
         KeyError: a category has no generator in the asset library.
     """
     if make_asset is None:
-        from afford_sim.assets import make as make_asset  # lazy: perception does not need the simulator
+        from afford_sim.assets import make  # lazy: perception does not need the simulator
+
+        make_asset = make
     t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ HELDOUT_SPLITS: tuple[str, ...] = tuple(s for s in SPLITS if s != "train")
 Embedder = Callable[[Sequence[str]], np.ndarray]
 
 
-def summarize(affordances: Sequence[str], ious: Sequence[float]) -> dict[str, Any]:
+def summarize(affordances: Sequence[str], ious: Sequence[float] | np.ndarray) -> dict[str, Any]:
     """mIoU per affordance (mean over its queries) and overall (mean over affordances present).
 
     Args:
@@ -173,9 +173,10 @@ def evaluate_sources(
 
     Returns:
         ``{split: {source: {"per_affordance": {affordance: mIoU}, "overall": mIoU,
-        "queries": int, "failures": int, "seconds": float, "by_view": {kind: overall}}}}``;
-        ``failures`` counts clouds a part source refused (always 0 for ``learned``);
-        ``by_view`` is the overall mIoU on each kind of cloud (:func:`view_kinds`).
+        "queries": int, "failures": int, "seconds": float, "by_view": {kind: overall},
+        "by_phrase": {text: mean IoU}}}}``; ``failures`` counts clouds a part source refused
+        (always 0 for ``learned``); ``by_view`` is the overall mIoU on each kind of cloud
+        (:func:`view_kinds`); ``by_phrase`` the mean IoU of the queries asked with each wording.
     """
     unknown = [s for s in splits if s not in SPLITS]
     if unknown:
@@ -210,6 +211,9 @@ def evaluate_sources(
             by_view = {str(k): summarize([a for a, m in zip(affs, kind_of_query == k, strict=True) if m],
                                          ious[kind_of_query == k])["overall"]
                        for k in sorted(set(kind_of_query.tolist()))}
+            texts = np.array(split.texts)[split.query_text]
+            by_phrase = {str(t): float(ious[texts == t].mean()) for t in sorted(set(texts.tolist()))}
             results[split_name][name] = {**summarize(affs, ious), "failures": failures,
-                                         "seconds": time.perf_counter() - t0, "by_view": by_view}
+                                         "seconds": time.perf_counter() - t0, "by_view": by_view,
+                                         "by_phrase": by_phrase}
     return results

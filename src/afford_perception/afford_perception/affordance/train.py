@@ -42,6 +42,7 @@ from afford_perception.affordance.model import (
     affordance_loss,
     save_model,
 )
+from afford_perception.affordance.vocabulary import training_pool
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
 
@@ -72,6 +73,12 @@ class TrainConfig:
             always validated.
         augment: Random yaw about z and a 5 % anisotropic scale jitter per cloud; the data set
             already varies yaw, this keeps the model from memorising the train shapes' views.
+        resample_phrasings: Ask each query with a wording drawn afresh, every step, from its
+            affordance's training pool (``vocabulary.training_pool``: the seen phrasings and
+            the training-only ones) instead of the phrase the data set stored. The data set
+            keeps two wordings per affordance and cloud; this shows the model all of them, and
+            lets the vocabulary grow without regenerating data. Held-out phrasings are never in
+            the pool.
         model: Architecture. Its ``num_points`` must equal the data set's points per cloud.
         command: The command line that started the run, stored in the checkpoint.
     """
@@ -88,6 +95,7 @@ class TrainConfig:
     log_every: int = 50
     val_every: int = 250
     augment: bool = True
+    resample_phrasings: bool = True
     model: AffordanceModelConfig = field(default_factory=AffordanceModelConfig)
     command: str = ""
 
@@ -166,6 +174,29 @@ def _augment(points: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return (np.einsum("bij,bpj->bpi", rot, points) * scale).astype(np.float32)
 
 
+class _Wordings:
+    """The training pool of every affordance of a split, flattened, for per-step draws."""
+
+    def __init__(self, split: AffordanceSplit) -> None:
+        pool = training_pool()
+        stored = {split.texts[t] for t in np.unique(split.query_text)}
+        known = {p for phrases in pool.values() for p in phrases}
+        if not stored <= known:
+            raise ValueError(f"the data set asks wordings outside the training pool (a different "
+                             f"vocabulary?): {sorted(stored - known)[:5]}")
+        self.texts: list[str] = []
+        self.offsets = np.zeros(len(split.affordances), dtype=np.int64)
+        self.counts = np.zeros(len(split.affordances), dtype=np.int64)
+        for i, aff in enumerate(split.affordances):
+            self.offsets[i], self.counts[i] = len(self.texts), len(pool[aff])
+            self.texts += pool[aff]
+
+    def draw(self, affordances: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One random wording (an index into ``texts``) per query affordance."""
+        a = np.asarray(affordances, dtype=np.int64)
+        return self.offsets[a] + (rng.random(len(a)) * self.counts[a]).astype(np.int64)
+
+
 def _budget_fraction(config: TrainConfig, step: int, seconds: float) -> float:
     """Share of the budget used: of the steps or of the time, whichever runs out first."""
     used = 0.0
@@ -234,10 +265,12 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
 
-    texts = sorted(set(train_split.texts) | set(val_split.texts))
+    wordings = _Wordings(train_split) if config.resample_phrasings else None
+    texts = sorted(set(train_split.texts) | set(val_split.texts) | set(wordings.texts if wordings else ()))
     rows = np.asarray((embedder or _default_embedder)(texts), dtype=np.float32)
     embeddings = dict(zip(texts, rows, strict=True))
     train_emb = torch.from_numpy(np.stack([embeddings[t] for t in train_split.texts]))
+    pool_emb = torch.from_numpy(np.stack([embeddings[t] for t in wordings.texts])) if wordings else None
     weights = cloud_weights(train_split)
     bounds = np.searchsorted(train_split.query_cloud, np.arange(len(train_split) + 1))
     val_affs = [val_split.affordances[a] for a in val_split.query_affordance]
@@ -264,8 +297,11 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
         if config.augment:
             points = _augment(points, rng)
         feats = model.encode(torch.from_numpy(np.ascontiguousarray(points, dtype=np.float32)))
-        logits = model.match(feats[torch.from_numpy(owner)],
-                             model.query(train_emb[torch.from_numpy(train_split.query_text[q])]))
+        if wordings is not None and pool_emb is not None:
+            text_rows = pool_emb[torch.from_numpy(wordings.draw(train_split.query_affordance[q], rng))]
+        else:
+            text_rows = train_emb[torch.from_numpy(train_split.query_text[q])]
+        logits = model.match(feats[torch.from_numpy(owner)], model.query(text_rows))
         targets = torch.from_numpy(train_split.query_targets(q))
         affordances = torch.from_numpy(train_split.query_affordance[q].astype(np.int64))
         loss = balanced_loss(logits, targets, affordances, config.model.dice_weight)

@@ -72,6 +72,102 @@ PHRASINGS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Training-only phrasings: more wordings of each affordance, used by training (every step asks
+# each query with a wording drawn from the affordance's whole training pool) and as anchors, never
+# held out. They were written by a separate author who was shown the seen phrasings above and
+# never the held-out ones, so adding them leaves ``test_unseen_phrasings`` the same 27 wordings.
+# That author wrote 7 of the 27 word for word, unprompted (a sign they are natural wordings);
+# those were dropped here. A phrase here may not repeat any phrase of ``PHRASINGS`` (checked).
+TRAINING_ONLY: dict[str, tuple[str, ...]] = {
+    "grasp_handle": (
+        "the mug's handle", "the pan handle", "the hammer's shaft", "the handle you hold it by",
+        "where you grip it to carry it", "the part to hold it by", "the haft",
+        "the long grip of the tool", "the carrying handle", "the cup handle",
+        "what you hold on to when lifting it", "the grip end of the hammer",
+        "the handle of the frying pan", "the handle your fingers go through", "the kettle's handle",
+        "the pan's long arm you hold", "the grab handle", "the handle for lifting it",
+        "the wooden grip of the hammer", "the part you hold when swinging the hammer",
+        "the scoop's handle", "the stick part you hold", "the hilt",
+    ),
+    "grasp_body": (
+        "the bottle's body", "the side of the cup", "the outer wall of the mug",
+        "where you wrap your hand around it", "the barrel of the bottle",
+        "the round side of the paper cup", "the bottle's sides to wrap your fingers around",
+        "the exterior", "the cylindrical body", "the side wall to grab around",
+        "the outside of the cup", "its body to wrap a hand around", "the belly of the bottle",
+        "the wide part of the bottle", "the middle of the bottle", "the outer shell", "the cup's sides",
+        "where to grab it around the middle", "the outside of the kettle body", "the sidewall",
+        "the whole body of the cup", "the bottle's outer surface", "the part you hug with your palm",
+        "the box's outer sides",
+    ),
+    "pour_out": (
+        "the kettle spout", "the bottle's mouth to pour from", "where you pour from",
+        "the lip to pour out of", "the pouring spout", "where the liquid pours out",
+        "the bottle neck you pour from", "the pan's pouring lip", "the spout of the teapot",
+        "the outflow", "where the tea comes out", "the opening it pours out of",
+        "the tip it pours from", "the exit for the liquid", "the jug's beak",
+        "where the coffee flows out", "the side to tip it out from", "the pour spout",
+        "the rim you pour out over", "the outlet of the kettle",
+        "where the contents come out when tipped", "the scoop's pouring tip",
+        "the mouth you empty it from",
+    ),
+    "pour_in": (
+        "the mouth of the cup to pour into", "where you fill it", "the fill opening",
+        "the opening you fill the kettle through", "the top of the bowl to pour into", "the intake",
+        "the open rim you pour into", "where the water goes in", "the entrance for the liquid",
+        "the open top of the cup", "the filler neck", "the hole to fill through",
+        "where you pour the milk in", "the receiving opening", "the filling port", "the mouth to fill",
+        "the gap to pour liquid into", "the pot's open top", "where to add water",
+        "where stuff gets poured in", "the target opening to pour into", "the intake hole",
+        "where you top it up", "the paper cup's opening to fill",
+    ),
+    "hang": (
+        "the hanging loop", "the rack's peg", "the loop to hang it by", "where it hangs on the rack",
+        "the hook on the rack", "the part to hang it from", "the peg to hang things on",
+        "the hole for hanging", "the hang hole", "the ring it hangs by", "the mug hook",
+        "the spot to hang the mug", "the rack arm to hang it on", "the hanging hook", "the hanging eye",
+        "what it hangs from", "the pin to hang it on", "the hole in the handle for hanging",
+        "the suspension point", "the part that goes over the hook", "where to hook it",
+        "the prong of the mug tree", "the dowel to hang cups on",
+    ),
+    "contain": (
+        "the interior of the bowl", "inside the cup", "the bowl's hollow", "the inside of the box",
+        "the drawer's interior", "where the contents sit", "the space inside", "the compartment",
+        "the inner cavity", "the well of the bowl", "where things are kept inside", "the inner volume",
+        "the pot's interior", "the scoop's bowl", "the receptacle", "the hollow of the mug",
+        "the space the soup sits in", "what it holds things in", "the chamber",
+        "the inside of the microwave", "the box's inner space", "the pocket inside",
+    ),
+    "support": (
+        "the plate's top", "the tray surface", "the shelf board", "the shelf",
+        "the flat part to put things on", "where you place items", "the ledge", "the deck",
+        "the top of the plate to set food on", "the serving surface", "the flat face to set things on",
+        "the upper surface of the tray", "the bearing surface", "the spot to set a cup down on",
+        "the level surface", "the countertop", "the cabinet top to put things on",
+        "the shelf to stack things on", "where things rest on top", "the tray bed", "the plate surface",
+        "the board to put stuff on", "the flat base to place it on", "the microwave's turntable",
+    ),
+    "press": (
+        "the push button", "the power button", "the microwave's start button", "the knob to push in",
+        "the hammer's striking face", "the hammerhead", "the face of the hammer", "the key",
+        "the button to press", "the pump head to press down", "the cap to push down", "the keypad",
+        "the release button", "the plunger", "the spot to press", "the door release button",
+        "the pressing surface", "what you press with your finger", "the striking end of the hammer",
+        "the bit to poke", "the touch pad", "the kettle's on switch", "the toggle",
+    ),
+    "pull": (
+        "the door handle of the cabinet", "the microwave door handle", "the drawer pull",
+        "the handle you pull to open the drawer", "what you pull on to open it", "the door pull",
+        "the pull handle", "the tab to pull open", "the knob to pull the drawer out", "the ring pull",
+        "the finger pull", "the recessed pull", "where you yank it open", "the cabinet pull",
+        "the part to tug it open with", "the handle on the drawer front",
+        "the drawer's grip to slide it out", "the door grip to swing it open", "the cupboard handle",
+        "the pull tab", "the pull knob", "the lever you pull to open the door",
+        "the handle for opening the door",
+    ),
+}
+
+
 @dataclass(frozen=True)
 class PhrasingSplit:
     """Seen (trained on) and unseen (held-out) phrasings of every affordance.
@@ -124,11 +220,34 @@ def split_phrasings(unseen_fraction: float = 0.25, min_unseen: int = 2) -> Phras
     return PhrasingSplit(seen=seen, unseen=unseen, unseen_fraction=unseen_fraction)
 
 
+def training_pool(split: PhrasingSplit | None = None) -> dict[str, tuple[str, ...]]:
+    """Every wording training may use, per affordance: ``split``'s seen phrasings, then the
+    ``TRAINING_ONLY`` ones.
+
+    Raises:
+        ValueError: a training-only phrase is also in ``PHRASINGS`` (so possibly held out) or
+            names two affordances.
+    """
+    split = split or split_phrasings()
+    owner: dict[str, str] = {}
+    for aff in AFFORDANCES:
+        for phrase in TRAINING_ONLY.get(aff, ()):
+            if phrase in owner and owner[phrase] != aff:
+                raise ValueError(f"training-only phrase {phrase!r} names both {owner[phrase]} and {aff}")
+            owner[phrase] = aff
+    authored = {p for phrases in PHRASINGS.values() for p in phrases}
+    clash = sorted(set(owner) & authored)
+    if clash:
+        raise ValueError(f"training-only phrases repeat authored ones (which may be held out): {clash}")
+    return {aff: tuple(dict.fromkeys((*split.seen[aff], *TRAINING_ONLY.get(aff, ())))) for aff in AFFORDANCES}
+
+
 def affordance_of(phrase: str) -> str:
     """The affordance a known phrasing names (exact text); a clear error otherwise."""
-    for aff, phrases in PHRASINGS.items():
-        if phrase in phrases:
-            return aff
+    for table in (PHRASINGS, TRAINING_ONLY):
+        for aff, phrases in table.items():
+            if phrase in phrases:
+                return aff
     raise KeyError(f"{phrase!r} is not a phrasing in the affordance vocabulary")
 
 
