@@ -55,12 +55,12 @@ Row = tuple[str, str, str, str, float]
 
 
 def _macro(held: list[Row], by_phrase: dict[str, float], skip: set[str]) -> float:
-    """Mean over affordances of the mean IoU over their held-out phrasings not in ``skip``."""
-    per: dict[str, list[float]] = {}
-    for aff, phrase, *_ in held:
-        if phrase not in skip and phrase in by_phrase:
-            per.setdefault(aff, []).append(by_phrase[phrase])
-    return float(np.mean([np.mean(v) for v in per.values()]))
+    """Mean over affordances of the mean IoU over their held-out phrasings not in ``skip``: the
+    benchmark's own ``summarize`` with one entry per phrasing instead of per query."""
+    from afford_perception.affordance.evaluate import summarize
+
+    kept = [(aff, phrase) for aff, phrase, *_ in held if phrase not in skip and phrase in by_phrase]
+    return float(summarize([a for a, _ in kept], [by_phrase[p] for _, p in kept])["overall"])
 
 
 def main(argv: list[str] | None = None) -> int:
