@@ -116,7 +116,7 @@ def _show_query(args: argparse.Namespace, asset: object) -> int:
     source = LearnedSource(weights=args.weights)
     # The same samples render_labelled_cloud draws (same n, default seed), so scores line up.
     points = asset.surface_cloud(SHOW_POINTS)[0]  # type: ignore[attr-defined]
-    scores = source.query(points, args.query)
+    scores = source.query(points, args.query, category=args.object)
     assets.render_labelled_cloud(asset, args.output, scores=scores, n=SHOW_POINTS)  # type: ignore[arg-type]
     share = float((scores >= 0.5).mean())
     print(f"wrote {args.output} ({asset.name}: {args.query!r}, {share:.0%} of points >= 0.5, "  # type: ignore[attr-defined]
@@ -149,7 +149,9 @@ def _affordance_train(args: argparse.Namespace) -> int:
     steps = args.steps if args.steps is not None or args.minutes is not None else TrainConfig.steps
     config = TrainConfig(data_dir=Path(args.data), out=Path(args.out or DEFAULT_WEIGHTS), steps=steps,
                          minutes=args.minutes, seed=args.seed, threads=args.threads,
-                         resample_phrasings=not args.stored_phrasings, command=args.command_line)
+                         resample_phrasings=not args.stored_phrasings, command=args.command_line,
+                         **({} if args.category_dropout is None else
+                            {"category_dropout": args.category_dropout}))
     report = train(config, progress=not args.no_progress, log=lambda line: print(line, flush=True))
     print(f"wrote {report.out}: step {report.best_step} of {report.steps}, val_unseen_shapes mIoU "
           f"{report.best_val_miou:.3f}, {report.seconds / 60:.1f} min")
@@ -161,7 +163,7 @@ def _affordance_eval(args: argparse.Namespace) -> int:
 
     splits = tuple(dict.fromkeys(args.split)) if args.split else HELDOUT_SPLITS
     results = evaluate_sources(args.data, sources=tuple(dict.fromkeys(args.sources)), splits=splits,
-                               weights=args.weights)
+                               weights=args.weights, tell_category=not args.without_category)
     if args.json:
         print(json.dumps(results))
         return 0
@@ -198,6 +200,9 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--stored-phrasings", action="store_true",
                     help="ask each query with the wording the data set stored, instead of one drawn "
                          "each step from the affordance's whole training pool")
+    tr.add_argument("--category-dropout", type=float, default=None,
+                    help="share of clouds shown as of an unknown category, so the model also answers "
+                         "without one (default: TrainConfig.category_dropout, 0.2)")
     tr.add_argument("--no-progress", action="store_true", help="no progress lines")
     tr.set_defaults(func=_affordance_train)
     ev = asub.add_parser("eval", help="mIoU per affordance of each source on the held-out splits")
@@ -207,6 +212,9 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
                     choices=_grounding_sources(), help="sources to score (default: learned geometric oracle)")
     ev.add_argument("--weights", default=None,
                     help="learned model checkpoint (default: $AFFORD_AFFORDANCE_WEIGHTS or the shipped file)")
+    ev.add_argument("--without-category", action="store_true",
+                    help="do not tell the learned model what each object is (the part sources always "
+                         "know it): its score on bare clouds")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.set_defaults(func=_affordance_eval)
 

@@ -102,6 +102,15 @@ def test_phrasing_split_ignores_authored_order(monkeypatch: pytest.MonkeyPatch) 
         assert set(after.unseen[aff]) == set(before.unseen[aff])
 
 
+def test_category_text_is_the_name_in_words() -> None:
+    """The model is told an object's category as words MiniLM knows ("paper cup"), so an unseen
+    category's name can land near the seen ones it resembles; an empty name is refused."""
+    assert vocab.category_text("paper_cup") == "paper cup"
+    assert vocab.category_text("mug") == "mug"
+    with pytest.raises(ValueError, match="empty"):
+        vocab.category_text(" _ ")
+
+
 def test_mug_handle_target_is_exactly_its_handle_points() -> None:
     """"Where you hold it" on a mug must be the handle and nothing else, or the grasp planner
     samples grasps on the body wall or the rim."""

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from afford_perception.affordance import source as source_mod
+from afford_perception.affordance.anchoring import AnchorConfig
 from afford_perception.affordance.dataset import (
     MANIFEST,
     AffordanceDataConfig,
@@ -151,6 +152,8 @@ def test_train_config_rejects_bad_budgets_and_mismatched_data(trained: tuple[Pat
     data, _ = trained
     with pytest.raises(ValueError, match="budget"):
         TrainConfig(data_dir=data, out=tmp_path / "m.pt", steps=None, minutes=None)
+    with pytest.raises(ValueError, match="category_dropout"):
+        TrainConfig(data_dir=data, out=tmp_path / "m.pt", category_dropout=1.5)
     with pytest.raises(ValueError, match="512 points per cloud"):
         train(TrainConfig(data_dir=data, out=tmp_path / "m.pt", steps=1), progress=False,
               embedder=stub_embedder)
@@ -197,6 +200,9 @@ def test_training_embeds_the_pool_and_never_a_held_out_wording(trained: tuple[Pa
           progress=False, embedder=recording)
     assert {p for ps in TRAINING_ONLY.values() for p in ps} <= set(asked)
     assert not {p for ps in split_phrasings().unseen.values() for p in ps} & set(asked)
+    # The model is told what each object is, by name; held-out categories are never named.
+    assert {"mug", "cabinet", "hammer"} <= set(asked)
+    assert not {"pot", "scoop"} & set(asked)
 
 
 def test_a_data_set_of_another_vocabulary_is_refused(trained: tuple[Path, TrainReport],
@@ -234,6 +240,35 @@ def test_learned_source_loads_weights_from_the_environment(
         assert scores.shape == (300,) and np.all((scores >= 0) & (scores <= 1))
     free = source.query(cloud, "the thing you hang it by")
     assert free.shape == (300,) and np.all((free >= 0) & (free <= 1))
+    # The cloud's category is what the model is told; a bare array is scored as of an unknown one.
+    text = "the thing you hang it by"
+    np.testing.assert_array_equal(free, source.query(cloud.points, text, category="mug"))
+    assert not np.array_equal(free, source.query(cloud.points, text))
+
+
+def test_category_names_are_embedded_plainly_not_anchored(trained: tuple[Path, TrainReport]) -> None:
+    """Anchoring snaps a query onto the training wordings; a category is not a query, and
+    "paper cup" snapped onto "the cup part" would tell the model the wrong object."""
+    _, report = trained
+    source = LearnedSource(weights=report.out, embedder=stub_embedder, anchor=AnchorConfig())
+    source.categories = frozenset({"paper_cup", "mug"})
+    got = source.category_embeddings(["paper_cup", "mug"])
+    np.testing.assert_array_equal(got["paper_cup"], stub_embedder(["paper cup"])[0])
+    np.testing.assert_array_equal(got["mug"], stub_embedder(["mug"])[0])
+
+
+def test_a_category_the_model_never_learned_is_scored_as_unknown(trained: tuple[Path, TrainReport]) -> None:
+    """Told "scoop", a name it was never trained on, the shipped model read it as an object
+    without a handle and the pick abstained every time; asked blind it finds the handle. So only
+    the categories the checkpoint lists are ever told."""
+    data, report = trained
+    source = LearnedSource(weights=report.out, embedder=stub_embedder)
+    assert source.categories == {"mug", "cabinet", "hammer"}
+    assert set(source.category_embeddings(["mug", "pot"])) == {"mug"}
+    points = load(data / "val_unseen_shapes.npz").points[0][:300].astype(np.float64)
+    blind = source.query(points, "the handle")
+    np.testing.assert_array_equal(source.query(points, "the handle", category="pot"), blind)
+    assert not np.array_equal(source.query(points, "the handle", category="mug"), blind)
 
 
 def test_weights_argument_beats_the_environment(trained: tuple[Path, TrainReport], tmp_path: Path,
@@ -365,6 +400,12 @@ def test_cli_eval_json_covers_the_requested_split(trained: tuple[Path, TrainRepo
     out = json.loads(capsys.readouterr().out)
     assert list(out) == ["test_unseen_phrasings"]
     assert set(out["test_unseen_phrasings"]) == {"learned", "geometric", "oracle"}
+    # Told nothing of the object, only the learned model's score can change.
+    assert main([*args, "--without-category"]) == 0
+    blind = json.loads(capsys.readouterr().out)["test_unseen_phrasings"]
+    told = out["test_unseen_phrasings"]
+    assert blind["geometric"]["overall"] == told["geometric"]["overall"]
+    assert blind["learned"]["queries"] == told["learned"]["queries"]
 
 
 def test_cli_train_refuses_data_of_another_cloud_size(trained: tuple[Path, TrainReport], tmp_path: Path,

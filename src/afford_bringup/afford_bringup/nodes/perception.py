@@ -81,7 +81,12 @@ class PerceptionNode(Node):
     def __init__(self) -> None:
         super().__init__("perception")
         self.declare_parameter(
-            "grounding", "geometric", ParameterDescriptor(description="Default grounding source.")
+            "grounding",
+            "learned",
+            ParameterDescriptor(
+                description="Default grounding source: learned (the shipped affordance model) or "
+                "geometric (hand-written per category); a Perceive request may name another."
+            ),
         )
         self.declare_parameter(
             "segmentation",
@@ -151,6 +156,10 @@ class PerceptionNode(Node):
         self.pub_masks = self.create_publisher(Image, "/afford/object_masks", sensor)
         self.pub_cloud = self.create_publisher(PointCloud2, "/afford/object_cloud", latched)
         self.pub_affordance = self.create_publisher(PointCloud2, "/afford/affordance_cloud", latched)
+        # Build the default source now: missing or foreign weights stop the launch with the fix,
+        # instead of failing the first trial an operator starts.
+        if str(self.get_parameter("grounding").value) != "oracle":
+            self._source("")
         serve = MutuallyExclusiveCallbackGroup()
         self.create_service(Perceive, "/perception/perceive", self._on_perceive, callback_group=serve)
         self.get_logger().info(

@@ -4,7 +4,8 @@ Every source answers the same questions of the same clouds: for each query of a 
 naming an affordance, asked of one cloud), the predicted region is compared with the points
 whose part offers that affordance.
 
-- ``learned``: the model is asked the query text itself and thresholded at 0.5.
+- ``learned``: the model is asked the query text itself, told the object's category (as the
+  other sources are: the task names the object), and thresholded at 0.5.
 - ``geometric`` / ``oracle``: they ground parts, not phrases, so an affordance's region is the
   union of the regions of the parts that offer it (``Category.parts_with``). Wording cannot
   change their answer: their seen- and unseen-phrasing scores are equal by construction.
@@ -55,7 +56,8 @@ def summarize(affordances: Sequence[str], ious: Sequence[float] | np.ndarray) ->
 
 
 def learned_ious(model: Any, split: AffordanceSplit, embeddings: dict[str, np.ndarray],
-                 threshold: float = 0.5, batch: int = 16) -> np.ndarray:
+                 threshold: float = 0.5, batch: int = 16,
+                 categories: dict[str, np.ndarray] | None = None) -> np.ndarray:
     """IoU of every query of ``split`` for a trained model, threshold ``threshold``.
 
     The split's clouds are already resampled to the data set's P points, so they are encoded as
@@ -69,11 +71,19 @@ def learned_ious(model: Any, split: AffordanceSplit, embeddings: dict[str, np.nd
         embeddings: Query text -> (text_dim,) unit embedding, for every text of the split.
         threshold: Score threshold of the predicted region.
         batch: Clouds encoded per forward pass (bounds memory).
+        categories: Category name -> (text_dim,) embedding of its ``category_text``; clouds of
+            a category absent from it are scored as of an unknown category, as ``LearnedSource``
+            scores a category its checkpoint was not trained on. None: every cloud unknown.
     """
     import torch
 
     region_mask(np.zeros(1), threshold)  # validates the threshold
     out = np.empty(len(split.query_cloud), dtype=np.float64)
+    cat_rows = None
+    if categories is not None:
+        unknown = np.zeros(model.config.text_dim, dtype=np.float32)
+        cat_rows = np.stack([categories.get(c, unknown) for c in split.categories]).astype(np.float32)
+        cat_rows = cat_rows[split.category]
     if len(split) and split.points.shape[1] != model.config.num_points:
         # Another cloud size than the model's: resample and map back per cloud, as on the robot.
         from afford_perception.affordance.model import predict_many
@@ -82,22 +92,24 @@ def learned_ious(model: Any, split: AffordanceSplit, embeddings: dict[str, np.nd
             q = np.flatnonzero(split.query_cloud == i)
             texts = [split.texts[t] for t in split.query_text[q]]
             scores = predict_many(model, split.points[i], texts,
-                                  embedder=lambda ts: np.stack([embeddings[t] for t in ts]))
+                                  embedder=lambda ts: np.stack([embeddings[t] for t in ts]),
+                                  category_emb=None if cat_rows is None else cat_rows[i])
             out[q] = [iou(s >= threshold, t) for s, t in zip(scores, split.query_targets(q), strict=True)]
         return out
     queries = torch.from_numpy(np.stack([embeddings[t] for t in split.texts]).astype(np.float32))
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        projected = model.query(queries)
         for start in range(0, len(split), batch):
             stop = min(start + batch, len(split))
-            feats = model.encode(torch.from_numpy(np.ascontiguousarray(split.points[start:stop])))
+            cats = None if cat_rows is None else torch.from_numpy(cat_rows[start:stop])
+            feats = model.encode(torch.from_numpy(np.ascontiguousarray(split.points[start:stop])), cats)
             q = np.flatnonzero((split.query_cloud >= start) & (split.query_cloud < stop))
             if len(q) == 0:
                 continue
             local = torch.from_numpy(split.query_cloud[q] - start)
-            logits = model.match(feats[local], projected[torch.from_numpy(split.query_text[q])])
+            text_rows = queries[torch.from_numpy(split.query_text[q])]
+            logits = model.match(feats[local], model.query(text_rows, None if cats is None else cats[local]))
             pred = torch.sigmoid(logits).numpy() >= threshold
             targets = split.query_targets(q)
             out[q] = [iou(p, t) for p, t in zip(pred, targets, strict=True)]
@@ -159,6 +171,7 @@ def evaluate_sources(
     weights: Path | str | None = None,
     threshold: float = 0.5,
     embedder: Embedder | None = None,
+    tell_category: bool = True,
 ) -> dict[str, dict[str, dict[str, Any]]]:
     """mIoU of each source on each split of a generated data set.
 
@@ -170,6 +183,8 @@ def evaluate_sources(
         weights: Checkpoint for ``learned`` (default: as ``LearnedSource`` resolves it).
         threshold: Score threshold of every predicted region.
         embedder: ``texts -> (len, 384)`` for the learned model; default the shipped MiniLM.
+        tell_category: Tell the learned model each cloud's category, as the part sources are
+            told it; False scores it on bare clouds (what it does when nobody named the object).
 
     Returns:
         ``{split: {source: {"per_affordance": {affordance: mIoU}, "overall": mIoU,
@@ -205,7 +220,8 @@ def evaluate_sources(
             t0 = time.perf_counter()
             if name == "learned":
                 emb = source.embeddings(split.texts)
-                ious, failures = learned_ious(source.model, split, emb, threshold), 0
+                cats = source.category_embeddings(split.categories) if tell_category else None
+                ious, failures = learned_ious(source.model, split, emb, threshold, categories=cats), 0
             else:
                 ious, failures = part_source_ious(source, split, threshold)
             by_view = {str(k): summarize([a for a, m in zip(affs, kind_of_query == k, strict=True) if m],

@@ -9,6 +9,12 @@ minus the ``max`` of the latter). A mug's handle is then "grasp_handle and hang,
 contain, pour_in or pour_out". Parts that offer exactly the same affordances (a cabinet's drawer
 and door handles) cannot be told apart this way: both get their common region.
 
+The model is told the cloud's category (``ObjectCloud.category``, which the task named), as the
+geometric source is, when it was trained on that category (the checkpoint lists them). Any other
+category, and a bare (N, 3) array given to :meth:`LearnedSource.query` without one, is scored
+as of an unknown category: told "scoop", a category it never saw, the model read the name as
+one without a handle and found none, while asked blind it finds the scoop's handle.
+
 Each affordance is asked with the phrase that is the part's own name when the vocabulary has it
 ("the handle", "the spout"), otherwise with the affordance's first seen phrasing.
 
@@ -26,8 +32,14 @@ from pathlib import Path
 import numpy as np
 
 from afford_perception.affordance.anchoring import AnchorConfig, AnchoredEmbedder
-from afford_perception.affordance.model import AffordanceModel, load_model, predict, predict_many
-from afford_perception.affordance.vocabulary import split_phrasings
+from afford_perception.affordance.model import (
+    AffordanceModel,
+    load_checkpoint,
+    load_model,
+    predict,
+    predict_many,
+)
+from afford_perception.affordance.vocabulary import category_text, split_phrasings
 from afford_perception.grounding.base import GroundingSource, register_source
 from afford_perception.ontology import AFFORDANCES, category
 from afford_perception.types import ObjectCloud
@@ -111,9 +123,16 @@ class LearnedSource(GroundingSource):
     ) -> None:
         self.weights = resolve_weights(weights)
         self.model: AffordanceModel = load_model(self.weights)
+        #: Categories the model is told by name; any other is scored as unknown.
+        meta = load_checkpoint(self.weights)["meta"]
+        self.categories: frozenset[str] = frozenset(meta.get("categories", ()))
         if anchor is _DEFAULT_ANCHOR:
             anchor = AnchorConfig() if embedder is None else None
         base = embedder or _default_embedder
+        # Category names go through the plain embedder: anchoring would pull "mug" towards
+        # whichever training phrasing it resembles, and a category is not a query.
+        self._base: Embedder = base
+        self._categories: dict[str, np.ndarray] = {}
         self._embedder: Embedder = base
         if isinstance(anchor, AnchorConfig):
             self._embedder = AnchoredEmbedder(base, anchor)
@@ -124,10 +143,30 @@ class LearnedSource(GroundingSource):
         rows = np.asarray(self._embedder(unique), dtype=np.float32) if unique else np.zeros((0, 0))
         return dict(zip(unique, rows, strict=True))
 
-    def query(self, cloud: ObjectCloud | np.ndarray, text: str) -> np.ndarray:
-        """(N,) scores in [0, 1] of a free-text query on a cloud (an ``ObjectCloud`` or (N, 3))."""
+    def category_embeddings(self, names: Sequence[str]) -> dict[str, np.ndarray]:
+        """Category name -> unit embedding of its ``category_text`` (cached; not anchored), for
+        those of ``names`` the model was trained on; the others are left out (unknown)."""
+        known = [n for n in dict.fromkeys(names) if n in self.categories]
+        missing = [n for n in known if n not in self._categories]
+        if missing:
+            rows = np.asarray(self._base([category_text(n) for n in missing]), dtype=np.float32)
+            self._categories.update(zip(missing, rows, strict=True))
+        return {n: self._categories[n] for n in known}
+
+    def _category_row(self, name: str | None) -> np.ndarray | None:
+        return None if name is None else self.category_embeddings([name]).get(name)
+
+    def query(self, cloud: ObjectCloud | np.ndarray, text: str, category: str | None = None) -> np.ndarray:
+        """(N,) scores in [0, 1] of a free-text query on a cloud (an ``ObjectCloud`` or (N, 3)).
+
+        The object's category is ``category`` if given, else the ``ObjectCloud``'s; a bare
+        array without ``category``, or a category the model was not trained on, is scored as
+        of an unknown category."""
         points = cloud.points if isinstance(cloud, ObjectCloud) else cloud
-        return predict(self.model, np.asarray(points), text, embedder=self._embedder)
+        if category is None and isinstance(cloud, ObjectCloud):
+            category = cloud.category
+        return predict(self.model, np.asarray(points), text, embedder=self._embedder,
+                       category_emb=self._category_row(category))
 
     def _ground(self, cloud: ObjectCloud, part: str) -> np.ndarray:
         info = category(cloud.category)
@@ -138,7 +177,8 @@ class LearnedSource(GroundingSource):
         others = [a for a in AFFORDANCES if a not in own
                   and any(a in info.affordances.get(p, ()) for p in info.parts if p != part)]
         texts = [affordance_phrase(part, a) for a in (*own, *others)]
-        scores = predict_many(self.model, cloud.points, texts, embedder=self._embedder)
+        scores = predict_many(self.model, cloud.points, texts, embedder=self._embedder,
+                              category_emb=self._category_row(cloud.category))
         region = scores[: len(own)].min(axis=0)
         if others:
             region = region * (1.0 - scores[len(own):].max(axis=0))

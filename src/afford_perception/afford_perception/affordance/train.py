@@ -12,6 +12,10 @@ loss is ``affordance_loss`` averaged per affordance first, then over affordances
 affordance weighs the same in every step whatever its count. Dice inside ``affordance_loss``
 keeps a tiny target from being drowned by its many negative points.
 
+Each cloud is encoded with its category (``vocabulary.category_text``) on most steps and as of
+an unknown category on a ``category_dropout`` share, drawn per cloud, so the model also answers
+a bare cloud whose category nobody told it.
+
 Every ``val_every`` steps the model is scored on ``val_unseen_shapes`` (mIoU, threshold 0.5, as
 the benchmark scores it), and the best model so far is written with its provenance (the exact
 command, the data manifest's SHA-256, steps, validation mIoU) atomically: a temporary file in
@@ -42,7 +46,7 @@ from afford_perception.affordance.model import (
     affordance_loss,
     save_model,
 )
-from afford_perception.affordance.vocabulary import training_pool
+from afford_perception.affordance.vocabulary import category_text, training_pool
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
 
@@ -79,6 +83,10 @@ class TrainConfig:
             keeps two wordings per affordance and cloud; this shows the model all of them, and
             lets the vocabulary grow without regenerating data. Held-out phrasings are never in
             the pool.
+        category_dropout: Share of clouds, drawn per cloud and step, encoded as of an unknown
+            category (a zero category row) instead of their own; 0 trains a model that always
+            needs the category, 1 one that never uses it. Ignored when the model has no
+            category input (``model.category_dim == 0``).
         model: Architecture. Its ``num_points`` must equal the data set's points per cloud.
         command: The command line that started the run, stored in the checkpoint.
     """
@@ -96,6 +104,7 @@ class TrainConfig:
     val_every: int = 250
     augment: bool = True
     resample_phrasings: bool = True
+    category_dropout: float = 0.2
     model: AffordanceModelConfig = field(default_factory=AffordanceModelConfig)
     command: str = ""
 
@@ -113,6 +122,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
+        if not 0.0 <= self.category_dropout <= 1.0:
+            raise ValueError(f"category_dropout must be in [0, 1], got {self.category_dropout}")
         if not self.lr > 0 or self.weight_decay < 0:
             raise ValueError(f"need lr > 0 and weight_decay >= 0, got {self.lr}, {self.weight_decay}")
 
@@ -266,9 +277,14 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
     rng = np.random.default_rng(config.seed)
 
     wordings = _Wordings(train_split) if config.resample_phrasings else None
-    texts = sorted(set(train_split.texts) | set(val_split.texts) | set(wordings.texts if wordings else ()))
+    texts = sorted(set(train_split.texts) | set(val_split.texts) | set(wordings.texts if wordings else ())
+                   | {category_text(c) for c in (*train_split.categories, *val_split.categories)})
     rows = np.asarray((embedder or _default_embedder)(texts), dtype=np.float32)
     embeddings = dict(zip(texts, rows, strict=True))
+    uses_category = config.model.category_dim > 0
+    category_emb = torch.from_numpy(np.stack([embeddings[category_text(c)] for c in train_split.categories]))
+    val_categories = ({c: embeddings[category_text(c)] for c in val_split.categories}
+                      if uses_category else None)
     train_emb = torch.from_numpy(np.stack([embeddings[t] for t in train_split.texts]))
     pool_emb = torch.from_numpy(np.stack([embeddings[t] for t in wordings.texts])) if wordings else None
     weights = cloud_weights(train_split)
@@ -278,6 +294,9 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
     model = AffordanceModel(config.model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     meta_base = {"command": config.command, "data_manifest_sha": sha256(manifest),
+                 # The categories whose names the model learned to read; LearnedSource tells it
+                 # no other (an unseen name's embedding lands where training never shaped it).
+                 "categories": list(train_split.categories),
                  "train": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()
                            if k not in ("model", "command")}}
 
@@ -296,12 +315,17 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
         points = train_split.points[clouds]
         if config.augment:
             points = _augment(points, rng)
-        feats = model.encode(torch.from_numpy(np.ascontiguousarray(points, dtype=np.float32)))
+        cats = None
+        if uses_category:
+            cats = category_emb[torch.from_numpy(train_split.category[clouds].astype(np.int64))]
+            cats = cats * torch.from_numpy(rng.random(len(clouds)) >= config.category_dropout).unsqueeze(1)
+        feats = model.encode(torch.from_numpy(np.ascontiguousarray(points, dtype=np.float32)), cats)
         if wordings is not None and pool_emb is not None:
             text_rows = pool_emb[torch.from_numpy(wordings.draw(train_split.query_affordance[q], rng))]
         else:
             text_rows = train_emb[torch.from_numpy(train_split.query_text[q])]
-        logits = model.match(feats[torch.from_numpy(owner)], model.query(text_rows))
+        owner_t = torch.from_numpy(owner)
+        logits = model.match(feats[owner_t], model.query(text_rows, None if cats is None else cats[owner_t]))
         targets = torch.from_numpy(train_split.query_targets(q))
         affordances = torch.from_numpy(train_split.query_affordance[q].astype(np.int64))
         loss = balanced_loss(logits, targets, affordances, config.model.dice_weight)
@@ -320,7 +344,8 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
             if progress:
                 log(f"step {step}: loss {losses[-1][1]:.4f} ({time.perf_counter() - t0:.0f} s)")
         if step % config.val_every == 0 or last:
-            miou = summarize(val_affs, learned_ious(model, val_split, embeddings))["overall"]
+            miou = summarize(val_affs, learned_ious(model, val_split, embeddings, categories=val_categories))[
+                "overall"]
             validations.append((step, miou))
             if miou > best[0]:
                 best = (miou, step)

@@ -251,6 +251,16 @@ def affordance_of(phrase: str) -> str:
     raise KeyError(f"{phrase!r} is not a phrasing in the affordance vocabulary")
 
 
+def category_text(category_name: str) -> str:
+    """The words the model is told an object is ("paper_cup" -> "paper cup"); their sentence
+    embedding is the category input of the affordance model. Any name works, seen or not: an
+    unseen category is read through the seen names its embedding lies near."""
+    words = category_name.replace("_", " ").strip()
+    if not words:
+        raise ValueError("an empty category name says nothing about the object")
+    return words
+
+
 def affordances_of(category_name: str) -> tuple[str, ...]:
     """Affordances some part of ``category_name`` offers, in ontology order."""
     info = category(category_name)
