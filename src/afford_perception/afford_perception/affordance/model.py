@@ -22,8 +22,9 @@ conditions both sides: its MiniLM embedding is projected to a short code that jo
 context every point sees, and the query projection reads it beside the phrase. A banana has no
 handle and a box's lid is not its body; without the category the model must guess those from a
 partial cloud. A zero row stands for "category unknown", which training shows the model on a
-share of its steps (``TrainConfig.category_dropout``), so a bare cloud still gets scores; and
-an unseen category's name lands near the seen ones it resembles ("pot" near "kettle", "pan").
+share of its steps (``TrainConfig.category_dropout``), so a bare cloud still gets scores. A
+name the model was not trained on is better left unknown: told "scoop", the shipped model
+found no handle on one (``LearnedSource`` tells only the categories its checkpoint lists).
 
 Torch is imported at module import: import this module only where the model is needed (the
 grounding registry loads it lazily).
@@ -187,7 +188,8 @@ def nearest(query: torch.Tensor, ref: torch.Tensor, count: int) -> tuple[torch.T
 
     A k-d tree per cloud, not ``cdist`` + ``topk``: the full distance matrix of 256 centres to
     2,048 points and its partial sort took a quarter of the model's time on one core; the tree
-    finds the same neighbours in half the time (bench/bench_affordance.py).
+    finds the same neighbours in under half the time (1.4 ms against 3.2 ms), and exactly,
+    where ``cdist``'s matrix-product shortcut is off by ~5e-4.
     """
     q = query.detach().cpu().numpy()
     r = ref.detach().cpu().numpy()

@@ -123,8 +123,8 @@ class LearnedSource(GroundingSource):
     ) -> None:
         self.weights = resolve_weights(weights)
         self.model: AffordanceModel = load_model(self.weights)
-        #: Categories the model is told by name; any other is scored as unknown.
         meta = load_checkpoint(self.weights)["meta"]
+        #: Categories the model is told by name; any other is scored as unknown.
         self.categories: frozenset[str] = frozenset(meta.get("categories", ()))
         if anchor is _DEFAULT_ANCHOR:
             anchor = AnchorConfig() if embedder is None else None

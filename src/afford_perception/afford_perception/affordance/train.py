@@ -296,7 +296,7 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
     meta_base = {"command": config.command, "data_manifest_sha": sha256(manifest),
                  # The categories whose names the model learned to read; LearnedSource tells it
                  # no other (an unseen name's embedding lands where training never shaped it).
-                 "categories": list(train_split.categories),
+                 "categories": list(train_split.categories) if uses_category else [],
                  "train": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()
                            if k not in ("model", "command")}}
 

@@ -253,8 +253,7 @@ def affordance_of(phrase: str) -> str:
 
 def category_text(category_name: str) -> str:
     """The words the model is told an object is ("paper_cup" -> "paper cup"); their sentence
-    embedding is the category input of the affordance model. Any name works, seen or not: an
-    unseen category is read through the seen names its embedding lies near."""
+    embedding is the category input of the affordance model."""
     words = category_name.replace("_", " ").strip()
     if not words:
         raise ValueError("an empty category name says nothing about the object")
