@@ -10,7 +10,7 @@ setup(
     description="Cameras, object segmentation and clouds, task-sentence parsing, affordance grounding.",
     packages=find_packages(exclude=["test", "test.*"]),
     include_package_data=True,
-    # The trained affordance model ships with the package (about 1 MB).
+    # The trained affordance model ships with the package (about 1.2 MB).
     package_data={PACKAGE: ["affordance/weights/*.pt"]},
     data_files=[
         # The ament index marker lets ament_index_python find the package in the venv.

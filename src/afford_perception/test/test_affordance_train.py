@@ -390,8 +390,19 @@ def test_cli_show_query_draws_the_heat(trained: tuple[Path, TrainReport], tmp_pa
 
 @pytest.mark.usefixtures("stub_text")
 def test_cli_eval_json_covers_the_requested_split(trained: tuple[Path, TrainReport],
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+                                                  capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     from afford_bringup.cli import main
+    from afford_perception.affordance import evaluate as evaluate_mod
+
+    told: list[object] = []
+    scored = evaluate_mod.learned_ious
+
+    def recording(*args: object, **kwargs: object) -> np.ndarray:
+        told.append(kwargs.get("categories"))
+        return scored(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(evaluate_mod, "learned_ious", recording)
 
     data, report = trained
     args = ["affordance", "eval", "--data", str(data), "--weights", str(report.out), "--split",
@@ -400,12 +411,13 @@ def test_cli_eval_json_covers_the_requested_split(trained: tuple[Path, TrainRepo
     out = json.loads(capsys.readouterr().out)
     assert list(out) == ["test_unseen_phrasings"]
     assert set(out["test_unseen_phrasings"]) == {"learned", "geometric", "oracle"}
-    # Told nothing of the object, only the learned model's score can change.
+    # The model is told the categories it was trained on; with --without-category, none.
+    assert isinstance(told[-1], dict) and set(told[-1]) == {"mug", "cabinet", "hammer"}
     assert main([*args, "--without-category"]) == 0
     blind = json.loads(capsys.readouterr().out)["test_unseen_phrasings"]
-    told = out["test_unseen_phrasings"]
-    assert blind["geometric"]["overall"] == told["geometric"]["overall"]
-    assert blind["learned"]["queries"] == told["learned"]["queries"]
+    assert told[-1] is None
+    assert blind["geometric"]["overall"] == out["test_unseen_phrasings"]["geometric"]["overall"]
+    assert blind["learned"]["queries"] == out["test_unseen_phrasings"]["learned"]["queries"]
 
 
 def test_cli_train_refuses_data_of_another_cloud_size(trained: tuple[Path, TrainReport], tmp_path: Path,

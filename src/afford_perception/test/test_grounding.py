@@ -159,7 +159,9 @@ def test_lazy_source_is_imported_on_first_use(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_every_category_has_a_geometric_rule() -> None:
-    """The geometric source is the default region source: no category may be left without one."""
+    """The geometric source is the label-free fallback to the learned model, and the only one
+    that grounds a category the model was never trained on by its own rule: no category may be
+    left without one."""
     assert set(RULES) == set(CATEGORIES)
 
 

@@ -4,8 +4,9 @@ Every source answers the same questions of the same clouds: for each query of a 
 naming an affordance, asked of one cloud), the predicted region is compared with the points
 whose part offers that affordance.
 
-- ``learned``: the model is asked the query text itself, told the object's category (as the
-  other sources are: the task names the object), and thresholded at 0.5.
+- ``learned``: the model is asked the query text itself, told the object's category when its
+  checkpoint was trained on it (as the other sources are told it: the task names the object;
+  an unseen category is scored blind, as ``LearnedSource`` does), and thresholded at 0.5.
 - ``geometric`` / ``oracle``: they ground parts, not phrases, so an affordance's region is the
   union of the regions of the parts that offer it (``Category.parts_with``). Wording cannot
   change their answer: their seen- and unseen-phrasing scores are equal by construction.

@@ -327,7 +327,7 @@ class AffordanceModel(nn.Module):
             return None
         dim = self.config.text_dim
         if category_emb is None:
-            category_emb = torch.zeros(batch, dim)
+            category_emb = self.category_proj.weight.new_zeros(batch, dim)
         if category_emb.shape != (batch, dim):
             raise ValueError(f"category_emb must have shape ({batch}, {dim}), "
                              f"got {tuple(category_emb.shape)}")
@@ -448,10 +448,12 @@ def predict_many(
         raise ValueError(f"embedder returned shape {emb.shape}, expected ({len(texts)}, {config.text_dim})")
     category = None
     if category_emb is not None:
-        category = torch.from_numpy(np.asarray(category_emb, dtype=np.float32).reshape(1, -1))
-        if category.shape[1] != config.text_dim or not torch.isfinite(category).all():
-            raise ValueError(f"category_emb must be a finite ({config.text_dim},) row, got shape "
-                             f"{np.shape(category_emb)}")
+        row = np.asarray(category_emb, dtype=np.float32)
+        if row.shape != (config.text_dim,):
+            raise ValueError(f"category_emb must be a ({config.text_dim},) row, got shape {row.shape}")
+        if not np.all(np.isfinite(row)):
+            raise ValueError("category_emb contains NaN or infinite values")
+        category = torch.from_numpy(row).unsqueeze(0)
     pick = resample_indices(len(cloud), config.num_points, config.predict_seed)
     sampled = cloud[pick]
     model.eval()

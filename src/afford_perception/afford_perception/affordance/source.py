@@ -25,6 +25,7 @@ downloaded; with none of the three, construction fails naming the options.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -43,6 +44,8 @@ from afford_perception.affordance.vocabulary import category_text, split_phrasin
 from afford_perception.grounding.base import GroundingSource, register_source
 from afford_perception.ontology import AFFORDANCES, category
 from afford_perception.types import ObjectCloud
+
+_LOG = logging.getLogger(__name__)
 
 #: Environment variable naming a checkpoint; overrides the shipped default.
 WEIGHTS_ENV = "AFFORD_AFFORDANCE_WEIGHTS"
@@ -133,6 +136,7 @@ class LearnedSource(GroundingSource):
         # whichever training phrasing it resembles, and a category is not a query.
         self._base: Embedder = base
         self._categories: dict[str, np.ndarray] = {}
+        self._blind: set[str] = set()
         self._embedder: Embedder = base
         if isinstance(anchor, AnchorConfig):
             self._embedder = AnchoredEmbedder(base, anchor)
@@ -154,7 +158,16 @@ class LearnedSource(GroundingSource):
         return {n: self._categories[n] for n in known}
 
     def _category_row(self, name: str | None) -> np.ndarray | None:
-        return None if name is None else self.category_embeddings([name]).get(name)
+        if name is None:
+            return None
+        row = self.category_embeddings([name]).get(name)
+        if row is None and name not in self._blind:
+            # Said once per category: blind scores are far weaker (README), and a misspelt or
+            # new category name would otherwise cost accuracy without a trace.
+            self._blind.add(name)
+            _LOG.warning("the affordance model was not trained on %r; scoring it as of an unknown "
+                         "category (trained: %s)", name, ", ".join(sorted(self.categories)) or "none")
+        return row
 
     def query(self, cloud: ObjectCloud | np.ndarray, text: str, category: str | None = None) -> np.ndarray:
         """(N,) scores in [0, 1] of a free-text query on a cloud (an ``ObjectCloud`` or (N, 3)).

@@ -1,6 +1,6 @@
 """The grounding interface: a source scores how much each observed point belongs to a named part.
 
-Every source (the simulator's exact labels, the geometric partition, a learned model later)
+Every source (the simulator's exact labels, the geometric partition, the learned model)
 answers the same question, ``ground(cloud, part) -> scores``, so the planner, the benchmark and
 the ROS node never know which one they talk to. Sources are created by name through a small
 registry; a new source is one decorator on its class.
