@@ -526,7 +526,14 @@ def load_model(path: str | Path, expected: AffordanceModelConfig | None = None) 
         CheckpointMismatch: the file is another format, its config is not ``expected`` (the
             message lists each differing field), or its weights do not fit its config.
     """
-    payload = load_checkpoint(path)
+    return model_from_checkpoint(load_checkpoint(path), path, expected)
+
+
+def model_from_checkpoint(payload: dict[str, Any], path: str | Path,
+                          expected: AffordanceModelConfig | None = None) -> AffordanceModel:
+    """The model of a checkpoint already read by :func:`load_checkpoint` (for callers that also
+    need its ``meta``, so the file is read once); ``path`` names it in errors. See
+    :func:`load_model`."""
     try:
         config = AffordanceModelConfig.from_dict(payload["config"])
     except (ValueError, TypeError) as exc:

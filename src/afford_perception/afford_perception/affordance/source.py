@@ -36,7 +36,7 @@ from afford_perception.affordance.anchoring import AnchorConfig, AnchoredEmbedde
 from afford_perception.affordance.model import (
     AffordanceModel,
     load_checkpoint,
-    load_model,
+    model_from_checkpoint,
     predict,
     predict_many,
 )
@@ -125,10 +125,10 @@ class LearnedSource(GroundingSource):
         anchor: AnchorConfig | None | object = _DEFAULT_ANCHOR,
     ) -> None:
         self.weights = resolve_weights(weights)
-        self.model: AffordanceModel = load_model(self.weights)
-        meta = load_checkpoint(self.weights)["meta"]
+        checkpoint = load_checkpoint(self.weights)
+        self.model: AffordanceModel = model_from_checkpoint(checkpoint, self.weights)
         #: Categories the model is told by name; any other is scored as unknown.
-        self.categories: frozenset[str] = frozenset(meta.get("categories", ()))
+        self.categories: frozenset[str] = frozenset(checkpoint["meta"].get("categories", ()))
         if anchor is _DEFAULT_ANCHOR:
             anchor = AnchorConfig() if embedder is None else None
         base = embedder or _default_embedder
