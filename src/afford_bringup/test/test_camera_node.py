@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -161,9 +163,9 @@ def test_node_publishes_the_contract_topics_from_a_recording(domain: str, record
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=15)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"the node did not exit within 15 s of SIGTERM; it said:\n{proc.communicate()[1]}")
     assert proc.returncode == 0, proc.communicate()[1]
 
 
@@ -177,3 +179,95 @@ def test_node_exits_with_the_reason_when_the_recording_is_missing(domain: str, t
             proc.kill()
     assert proc.returncode == 1
     assert "does not exist" in err
+
+
+#: The camera node, run with ``python -c``, with a RealSense stop that never returns. ``{stop}``
+#: is the body of the stop; ``{limit}`` the teardown limit.
+_PATCHED_NODE = """
+import sys, threading
+from afford_bringup.nodes import camera
+from afford_perception.realsense import RealSenseCamera
+
+def stop(self, timeout=None):
+    {stop}
+
+RealSenseCamera.stop = stop
+camera._TEARDOWN_LIMIT_S = {limit}
+sys.exit(camera.main())
+"""
+
+
+def run_until_sigterm(recording: Path, stop: str, limit: float = 12.0) -> tuple[int | None, str]:
+    """Start the patched node on ``recording``, SIGTERM it once it streams; (exit code or None
+    when it had not exited 15 s later, everything it wrote to stderr)."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _PATCHED_NODE.format(stop=stop, limit=limit),
+            "--ros-args",
+            "-p",
+            f"bag_file:={recording}",
+            "-p",
+            "loop_playback:=true",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    stderr = proc.stderr
+    assert stderr is not None
+    lines: queue.Queue[str] = queue.Queue()
+
+    def forward() -> None:
+        for line in stderr:
+            lines.put(line)
+
+    reader = threading.Thread(target=forward, daemon=True)
+    reader.start()
+    said: list[str] = []
+    code: int | None = None
+    try:
+        deadline = time.monotonic() + 30.0
+        while not any("streaming from" in line for line in said):
+            assert time.monotonic() < deadline and proc.poll() is None, "".join(said)
+            try:
+                said.append(lines.get(timeout=0.5))
+            except queue.Empty:
+                continue
+        proc.send_signal(signal.SIGTERM)
+        try:
+            code = proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    reader.join(timeout=5.0)  # the pipe is at its end once the process is gone
+    while not lines.empty():
+        said.append(lines.get())
+    return code, "".join(said)
+
+
+def test_node_exits_on_sigterm_when_the_realsense_stop_never_returns(domain: str, recording: Path) -> None:
+    """librealsense can deadlock while stopping a looped playback (seen here twice in about
+    220 stops). A node that then hangs on SIGTERM is killed by the launcher with the device
+    half released, and a test waiting for it fails: the node must still exit at once, cleanly.
+
+    The stuck stop leaves a thread that is not a daemon, so an ordinary interpreter exit would
+    wait for it forever, as librealsense's destructors wait for its deadlocked threads."""
+    stuck = (
+        "threading.Thread(target=threading.Event().wait, name='stuck_librealsense').start()\n    return False"
+    )
+    code, said = run_until_sigterm(recording, stuck)
+    assert code == 0, said
+    assert "did not stop" in said
+
+
+def test_a_stalled_teardown_dumps_the_stacks_and_exits(domain: str, recording: Path) -> None:
+    """Should shutdown itself stall (here a stop that blocks the main thread, unbounded), the
+    node must not hang either: after the teardown limit it writes every thread's stack, so the
+    stall can be found from a launch log, and exits 1."""
+    code, said = run_until_sigterm(recording, "threading.Event().wait()", limit=2.0)
+    assert code == 1, said
+    assert "Thread 0x" in said and "in destroy_node" in said, said

@@ -18,9 +18,12 @@ compares like with like.
 
 from __future__ import annotations
 
+import faulthandler
 import math
+import os
 import sys
 import threading
+from typing import NoReturn
 
 import numpy as np
 import rclpy
@@ -45,6 +48,9 @@ UNCALIBRATED = [math.nan] * 7
 
 #: Seconds shutdown waits for the RealSense pipeline to stop.
 _STOP_TIMEOUT_S = 3.0
+#: Seconds the whole teardown may take (frame thread, pipeline, ROS) before the stacks are
+#: dumped and the process exits 1; the waits inside it add up to well under this.
+_TEARDOWN_LIMIT_S = 12.0
 
 
 def extrinsics_matrix(values: list[float] | tuple[float, ...]) -> np.ndarray | None:
@@ -205,7 +211,17 @@ class CameraNode(Node):
         super().destroy_node()
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Run the camera node until Ctrl-C or SIGTERM; the process ends here, never returning.
+
+    librealsense's teardown can deadlock: its playback and dispatcher threads wait on each
+    other (seen here twice in about 220 stops of a looped recording), and a process with
+    librealsense threads stuck may then hang in the library's destructors at interpreter exit.
+    So the node stops what it owns within bounded waits, shuts ROS down, and leaves with
+    ``os._exit``: the kernel releases the device and the file, and no vendor destructor can
+    hold a lab's Ctrl-C. Should the teardown itself stall, every thread's
+    stack is written to stderr and the process exits 1 after ``_TEARDOWN_LIMIT_S``.
+    """
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = None
     code = 0
@@ -218,10 +234,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"camera: {err}", file=sys.stderr)
         code = 1
     finally:
+        faulthandler.dump_traceback_later(_TEARDOWN_LIMIT_S, exit=True)
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown()
-    return code
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":
