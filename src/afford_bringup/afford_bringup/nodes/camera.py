@@ -219,8 +219,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     librealsense threads stuck may then hang in the library's destructors at interpreter exit.
     So the node stops what it owns within bounded waits, shuts ROS down, and leaves with
     ``os._exit``: the kernel releases the device and the file, and no vendor destructor can
-    hold a lab's Ctrl-C. Should the teardown itself stall, every thread's
-    stack is written to stderr and the process exits 1 after ``_TEARDOWN_LIMIT_S``.
+    hold a lab's Ctrl-C. Should the teardown itself stall, every thread's stack is written to
+    stderr and the process exits 1 after ``_TEARDOWN_LIMIT_S``.
     """
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = None
