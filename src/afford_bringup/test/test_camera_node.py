@@ -181,30 +181,24 @@ def test_node_exits_with_the_reason_when_the_recording_is_missing(domain: str, t
     assert "does not exist" in err
 
 
-#: The camera node, run with ``python -c``, with a RealSense stop that never returns. ``{stop}``
-#: is the body of the stop; ``{limit}`` the teardown limit.
+#: The camera node run with ``python -c``, after ``{patch}`` (top-level code) has changed it.
 _PATCHED_NODE = """
-import sys, threading
+import os, signal, sys, threading
 from afford_bringup.nodes import camera
 from afford_perception.realsense import RealSenseCamera
-
-def stop(self, timeout=None):
-    {stop}
-
-RealSenseCamera.stop = stop
-camera._TEARDOWN_LIMIT_S = {limit}
+{patch}
 sys.exit(camera.main())
 """
 
 
-def run_until_sigterm(recording: Path, stop: str, limit: float = 12.0) -> tuple[int | None, str]:
-    """Start the patched node on ``recording``, SIGTERM it once it streams; (exit code or None
-    when it had not exited 15 s later, everything it wrote to stderr)."""
+def run_patched(recording: Path, patch: str, sigterm: bool = True) -> tuple[int | None, str]:
+    """Start the patched node on ``recording`` and, with ``sigterm``, SIGTERM it once it streams.
+    Returns its exit code (None when it had not exited 15 s later) and all it wrote to stderr."""
     proc = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            _PATCHED_NODE.format(stop=stop, limit=limit),
+            _PATCHED_NODE.format(patch=patch),
             "--ros-args",
             "-p",
             f"bag_file:={recording}",
@@ -229,13 +223,14 @@ def run_until_sigterm(recording: Path, stop: str, limit: float = 12.0) -> tuple[
     code: int | None = None
     try:
         deadline = time.monotonic() + 30.0
-        while not any("streaming from" in line for line in said):
+        while sigterm and not any("streaming from" in line for line in said):
             assert time.monotonic() < deadline and proc.poll() is None, "".join(said)
             try:
                 said.append(lines.get(timeout=0.5))
             except queue.Empty:
                 continue
-        proc.send_signal(signal.SIGTERM)
+        if sigterm:
+            proc.send_signal(signal.SIGTERM)
         try:
             code = proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
@@ -256,10 +251,13 @@ def test_node_exits_on_sigterm_when_the_realsense_stop_never_returns(domain: str
 
     The stuck stop leaves a thread that is not a daemon, so an ordinary interpreter exit would
     wait for it forever, as librealsense's destructors wait for its deadlocked threads."""
-    stuck = (
-        "threading.Thread(target=threading.Event().wait, name='stuck_librealsense').start()\n    return False"
-    )
-    code, said = run_until_sigterm(recording, stuck)
+    stuck = """
+def stop(self, timeout=None):
+    threading.Thread(target=threading.Event().wait, name="stuck_librealsense").start()
+    return False
+RealSenseCamera.stop = stop
+"""
+    code, said = run_patched(recording, stuck)
     assert code == 0, said
     assert "did not stop" in said
 
@@ -268,6 +266,28 @@ def test_a_stalled_teardown_dumps_the_stacks_and_exits(domain: str, recording: P
     """Should shutdown itself stall (here a stop that blocks the main thread, unbounded), the
     node must not hang either: after the teardown limit it writes every thread's stack, so the
     stall can be found from a launch log, and exits 1."""
-    code, said = run_until_sigterm(recording, "threading.Event().wait()", limit=2.0)
+    stalled = """
+def stop(self, timeout=None):
+    threading.Event().wait()
+RealSenseCamera.stop = stop
+camera._TEARDOWN_LIMIT_S = 2.0
+"""
+    code, said = run_patched(recording, stalled)
     assert code == 1, said
     assert "Thread 0x" in said and "in destroy_node" in said, said
+
+
+def test_sigterm_while_the_node_starts_is_a_clean_exit(domain: str, recording: Path) -> None:
+    """Ctrl-C during start-up (the camera opened, the node not yet spinning) is an operator
+    changing their mind, not a crash: exit 0 without a traceback. rclpy.spin failed here on its
+    vanished global executor (4 of 40 SIGTERMs sent just after the camera opened)."""
+    early = """
+build = camera.CameraNode.__init__
+def init(self):
+    build(self)
+    os.kill(os.getpid(), signal.SIGTERM)
+camera.CameraNode.__init__ = init
+"""
+    code, said = run_patched(recording, early, sigterm=False)
+    assert code == 0, said
+    assert "Traceback" not in said, said

@@ -33,3 +33,39 @@ def test_clean_shutdown_ends_quietly_only_on_a_shutdown() -> None:
         raise KeyboardInterrupt
     with pytest.raises(ValueError), clean_shutdown():
         raise ValueError("a bad parameter")
+
+
+@pytest.mark.parametrize("kind", ["single", "multi"])
+def test_spin_ends_when_the_context_shuts_down_without_waking_the_executor(kind: str) -> None:
+    """On Ctrl-C or SIGTERM rclpy's signal handler shuts the context down from C++ (no Python
+    shutdown callbacks, so no wake-up for the executor) and pokes the executor's signal guard
+    condition; when the executor takes that poke while the context still reads as valid, a plain
+    ``spin()`` goes back into ``rcl_wait`` for good. The node then ignores Ctrl-C until the
+    launcher kills it, and the executor node never stops the arm on its way out. Here the
+    context is shut down at the rcl level, as the handler does, with the executor waiting
+    (``executor.spin()`` stays in ``rcl_wait`` here); the spin must still end."""
+    import threading
+    import time
+
+    from rclpy.executors import MultiThreadedExecutor, SingleThreadedExecutor
+
+    from afford_bringup.nodes.spin import spin_until_shutdown
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = (
+        SingleThreadedExecutor(context=context)
+        if kind == "single"
+        else MultiThreadedExecutor(context=context)
+    )
+    node = rclpy.create_node(f"spin_until_shutdown_{kind}", context=context)
+    executor.add_node(node)
+    spinning = threading.Thread(target=spin_until_shutdown, args=(executor,), daemon=True)
+    spinning.start()
+    time.sleep(0.3)  # into rcl_wait
+    with context.handle:
+        context.handle.shutdown()  # rcl only, as the signal handler; no Python callbacks
+    spinning.join(timeout=5.0)
+    assert not spinning.is_alive(), "spin_until_shutdown did not notice the shut-down context"
+    executor.shutdown()
+    node.destroy_node()

@@ -23,6 +23,7 @@ import math
 import os
 import sys
 import threading
+import traceback
 from typing import NoReturn
 
 import numpy as np
@@ -30,13 +31,14 @@ import rclpy
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
 
 from afford_bringup import contract
 from afford_bringup.nodes.convert import camera_info, image_to_msg, pose_to_msg
 from afford_bringup.nodes.qos import qos_profile
-from afford_bringup.nodes.spin import clean_shutdown
+from afford_bringup.nodes.spin import clean_shutdown, spin_until_shutdown
 from afford_perception.realsense import CameraError, RealSenseCamera, RealSenseConfig, RealSenseFrame
 
 COLOR_TOPIC = "/camera/color/image_raw"
@@ -227,11 +229,19 @@ def main(argv: list[str] | None = None) -> NoReturn:
     code = 0
     try:
         with clean_shutdown():
+            # An executor of its own, built before the node: rclpy.spin's global one is gone
+            # when Ctrl-C or SIGTERM lands while the node is starting (opening the camera takes
+            # a while), and spin then fails on None.
+            executor = SingleThreadedExecutor()
             node = CameraNode()
-            rclpy.spin(node)
+            executor.add_node(node)
+            spin_until_shutdown(executor)
     except (CameraError, ValueError) as err:
         # Startup faults (no camera, bad file, bad parameters): say why and exit non-zero.
         print(f"camera: {err}", file=sys.stderr)
+        code = 1
+    except Exception:
+        traceback.print_exc()  # still through the bounded teardown and os._exit below
         code = 1
     finally:
         faulthandler.dump_traceback_later(_TEARDOWN_LIMIT_S, exit=True)
