@@ -519,14 +519,27 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
     node = rclpy.create_node("isaac_world", context=ctx)
     lock = threading.Lock()
     q_world = np.array([0.0, 0.0, 0.0, -1.57, 0.0, 1.57, 0.785])
+    # (when the executor sent it, by its header stamp in system time; the joints). Send times,
+    # not arrival times: this process's own executor can fall behind on a loaded machine, and
+    # what is checked is when the executor node streamed each point.
     commands: list[tuple[float, np.ndarray]] = []
 
     def on_command(msg: JointState) -> None:
         nonlocal q_world
         if list(msg.name) == [f"fr3_joint{i}" for i in range(1, 8)]:
+            sent_at = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
             with lock:
                 q_world = np.array(msg.position)
-                commands.append((time.monotonic(), q_world.copy()))
+                commands.append((sent_at, q_world.copy()))
+
+    def wait_for_command(q: np.ndarray, timeout: float = 5.0) -> None:
+        """Until the last command received is ``q`` (the ones already sent may still be queued here)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with lock:
+                if commands and np.allclose(commands[-1][1], q):
+                    return
+            time.sleep(0.01)
 
     node.create_subscription(JointState, "/isaac_joint_commands", on_command, qos_profile("reliable"))
     pub = node.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
@@ -553,9 +566,17 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         times, qs = ramp(q_world.copy(), np.array([0.2, 0, 0, 0.1, 0, 0, 0]), 1.0)
         result = graph.run(times, qs, 10.0)
         assert result.success, result.message
+        wait_for_command(qs[-1])
         with lock:
             sent = list(commands)
-        assert len(sent) >= 90 and np.allclose(sent[-1][1], qs[-1])
+        # A world that falls behind keeps only the newest commands (keep last 10), so points can
+        # be missing here; each one that came must be a trajectory point, in order, not sent
+        # before its time, and the stream must have taken the trajectory's time.
+        point = {tuple(q): k for k, q in enumerate(qs)}
+        ks = [point[tuple(q)] for _, q in sent]
+        assert ks == sorted(ks) and ks[-1] == len(qs) - 1 and len(ks) >= 20, ks
+        early = [round(times[k] - (t - sent[0][0]), 3) for (t, _), k in zip(sent, ks, strict=True)]
+        assert max(early) < 0.02, early  # the backend waits for each point's time
         assert 0.8 < sent[-1][0] - sent[0][0] < 1.5  # streamed at the trajectory's pace
 
         bad = qs[-1].copy()
@@ -570,19 +591,27 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
             assert len(commands) == n
 
         times, qs3 = ramp(qs[-1], np.array([-0.3, 0, 0, 0, 0, 0, 0]), 3.0)
+        with lock:
+            n = len(commands)
         future = graph.send(times, qs3)
         time.sleep(1.0)
         graph.stop()
-        t_stop = time.monotonic()
+        t_stop = time.time()  # the clock of the header stamps
         stopped = graph.wait(future, 10.0).result
         assert not stopped.success and stopped.error_kind == "stopped"
         time.sleep(0.5)
         with lock:
-            late = [q for t, q in commands if t > t_stop + 0.1]
-            last = commands[-1][1]
-        # At most the one hold command; a trajectory point after it would move the arm on.
-        assert len(late) <= 1, late
-        assert np.max(np.abs(last - qs3[-1])) > 0.1  # nowhere near the goal: the stream ended
+            streamed = commands[n:]
+        # The hold repeats where the world is, a point already sent; after it, nothing may come
+        # (a trajectory point after the hold would move the arm on). How soon the stop lands
+        # depends on the machine (a loaded one stalls the node's process 0.1-0.4 s now and then),
+        # so its bound is loose, as for franky's stop above.
+        point = {tuple(q): k for k, q in enumerate(qs3)}
+        ks = [point.get(tuple(q), -1) for _, q in streamed]
+        repeats = [i for i in range(1, len(ks)) if ks[i] <= max(ks[:i])]
+        assert repeats == [len(ks) - 1], ks  # exactly one hold, and it is the last command
+        assert streamed[-1][0] - t_stop < 1.0, streamed[-1][0] - t_stop
+        assert np.max(np.abs(streamed[-1][1] - qs3[-1])) > 0.1  # nowhere near the goal: the stream ended
     finally:
         spin.shutdown()
         node.destroy_node()
