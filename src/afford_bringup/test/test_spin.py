@@ -69,3 +69,52 @@ def test_spin_ends_when_the_context_shuts_down_without_waking_the_executor(kind:
     assert not spinning.is_alive(), "spin_until_shutdown did not notice the shut-down context"
     executor.shutdown()
     node.destroy_node()
+
+
+#: A node run by ``run_node`` whose ``on_exit`` (the executor's halt of the arm) takes a while.
+_SLOW_EXIT_NODE = """
+import sys, time
+import rclpy
+from afford_bringup.nodes.spin import run_node
+
+def halt(node):
+    print("halting", flush=True)
+    time.sleep(1.0)
+    print("halted", flush=True)
+
+sys.exit(run_node(lambda: rclpy.create_node("slow_exit"), on_exit=halt))
+"""
+
+
+def test_a_second_ctrl_c_does_not_cut_the_exit_path_short() -> None:
+    """The executor node stops the arm in ``on_exit``. An operator who presses Ctrl-C again (or
+    a launcher whose SIGINT reaches the process twice) must not raise KeyboardInterrupt in the
+    middle of that stop: the node finishes its exit path and exits 0."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, ROS_DOMAIN_ID=str(100 + os.getpid() % 50))
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_EXIT_NODE],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        time.sleep(3.0)  # imported and spinning
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(signal.SIGINT)
+        assert proc.stdout is not None
+        assert "halting" in proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "halted" in out, err
+    assert proc.returncode == 0, err
+    assert "KeyboardInterrupt" not in err, err

@@ -38,7 +38,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from afford_bringup import contract
 from afford_bringup.nodes.convert import camera_info, image_to_msg, pose_to_msg
 from afford_bringup.nodes.qos import qos_profile
-from afford_bringup.nodes.spin import clean_shutdown, spin_until_shutdown
+from afford_bringup.nodes.spin import clean_shutdown, quiet_sigint, spin_until_shutdown
 from afford_perception.realsense import CameraError, RealSenseCamera, RealSenseConfig, RealSenseFrame
 
 COLOR_TOPIC = "/camera/color/image_raw"
@@ -224,6 +224,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     hold a lab's Ctrl-C. Should the teardown itself stall, every thread's stack is written to
     stderr and the process exits 1 after ``_TEARDOWN_LIMIT_S``.
     """
+    quiet_sigint()
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = None
     code = 0

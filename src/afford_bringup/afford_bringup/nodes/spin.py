@@ -4,7 +4,9 @@ and shut down cleanly on Ctrl-C, SIGTERM or an external shutdown."""
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -30,6 +32,23 @@ def spin_until_shutdown(executor: Executor, poll_s: float = SHUTDOWN_POLL_S) -> 
     """
     while executor.context.ok():
         executor.spin_once(timeout_sec=poll_s)
+
+
+def quiet_sigint() -> None:
+    """Leave Ctrl-C to rclpy: call before ``rclpy.init``.
+
+    rclpy's handler shuts the context down (which ends the spin) and then passes the signal on
+    to the handler it found, Python's, whose KeyboardInterrupt lands wherever the main thread
+    happens to be: often the exit path, halfway through stopping the arm, and again on every
+    further Ctrl-C. With this handler in place the signal passes on to a no-op instead. The
+    launcher's SIGTERM and SIGKILL stages still end a node that hangs.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _ignore)
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """A Python-level signal handler that does nothing (rclpy's own handler has acted)."""
 
 
 @contextmanager
@@ -65,7 +84,8 @@ def run_node(
     """Run the node ``factory()`` builds until shutdown; returns the process exit code.
 
     ``on_exit`` runs on the node before it is destroyed, however the spin ended (the executor
-    stops the robot there)."""
+    stops the robot there); a further Ctrl-C does not interrupt it."""
+    quiet_sigint()
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = None
     try:
