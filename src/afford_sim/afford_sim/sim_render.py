@@ -18,6 +18,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import multiprocessing.connection as mpc
 import os
+import signal
 import time
 from dataclasses import dataclass
 from multiprocessing import shared_memory
@@ -230,6 +231,10 @@ def _child_main(
     cmd: mpc.Connection, out: mpc.Connection, state_name: str, frames_name: str, cfg: RenderConfig
 ) -> None:
     parent = mp.parent_process()
+    # Ctrl-C reaches the whole process group; the parent decides when the renderer stops (its
+    # "stop", terminate, or its own death, watched below). A KeyboardInterrupt here would cut
+    # the EGL clean-up short.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         # On a loaded machine the 1 kHz robot loop must win the CPU, not the camera.
         os.nice(cfg.nice)

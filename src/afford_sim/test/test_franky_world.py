@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Iterator
 
@@ -20,7 +21,7 @@ from afford_sim.franky_world import (  # noqa: E402
     final_stage,
     scene_for,
 )
-from afford_sim.sim_render import RenderConfig, SceneRenderer, SharedState  # noqa: E402
+from afford_sim.sim_render import RenderConfig, RenderProcess, SceneRenderer, SharedState  # noqa: E402
 from afford_sim.tasks import TASKS  # noqa: E402
 from afford_sim.world import BatchWorld  # noqa: E402
 
@@ -182,3 +183,20 @@ def test_renderer_segments_objects_with_metric_depth(world: FrankyWorld) -> None
     pts = backproject(depth, K, T, seg == 1)
     centre = world.ground_truth().object_center("mug")
     assert np.linalg.norm(pts.mean(axis=0)[:2] - centre[:2]) < 0.04
+
+
+def test_render_child_leaves_ctrl_c_to_its_parent() -> None:
+    """Ctrl-C reaches the render child with the rest of sim_world's process group. The child
+    must not act on it (a KeyboardInterrupt cut its EGL clean-up short in the demo's log): the
+    node stops it in order, and until then it keeps rendering."""
+    rp = RenderProcess(RenderConfig(width=64, height=48))
+    rp.start()
+    try:
+        time.sleep(3.0)  # spawned and idling in its loop
+        assert rp.alive() and rp.pid is not None
+        os.kill(rp.pid, signal.SIGINT)
+        time.sleep(0.5)
+        assert rp.alive()
+    finally:
+        rp.stop()
+    assert not rp.alive()
