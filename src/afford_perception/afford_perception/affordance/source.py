@@ -135,7 +135,7 @@ class LearnedSource(GroundingSource):
         # Category names go through the plain embedder: anchoring would pull "mug" towards
         # whichever training phrasing it resembles, and a category is not a query.
         self._base: Embedder = base
-        self._categories: dict[str, np.ndarray] = {}
+        self._category_rows: dict[str, np.ndarray] = {}
         self._blind: set[str] = set()
         self._embedder: Embedder = base
         if isinstance(anchor, AnchorConfig):
@@ -151,11 +151,11 @@ class LearnedSource(GroundingSource):
         """Category name -> unit embedding of its ``category_text`` (cached; not anchored), for
         those of ``names`` the model was trained on; the others are left out (unknown)."""
         known = [n for n in dict.fromkeys(names) if n in self.categories]
-        missing = [n for n in known if n not in self._categories]
+        missing = [n for n in known if n not in self._category_rows]
         if missing:
             rows = np.asarray(self._base([category_text(n) for n in missing]), dtype=np.float32)
-            self._categories.update(zip(missing, rows, strict=True))
-        return {n: self._categories[n] for n in known}
+            self._category_rows.update(zip(missing, rows, strict=True))
+        return {n: self._category_rows[n] for n in known}
 
     def _category_row(self, name: str | None) -> np.ndarray | None:
         if name is None:
