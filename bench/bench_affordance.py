@@ -40,6 +40,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from afford_core.ontology import category
+from afford_core.types import ObjectCloud
 from afford_perception.affordance.model import (
     AffordanceModel,
     AffordanceModelConfig,
@@ -50,8 +52,6 @@ from afford_perception.affordance.model import (
 from afford_perception.affordance.source import DEFAULT_WEIGHTS, LearnedSource, affordance_phrase
 from afford_perception.grounding import GroundingSource, make_source
 from afford_perception.grounding.views import camera_position, single_view, yaw_pose
-from afford_perception.ontology import category
-from afford_perception.types import ObjectCloud
 
 #: (category, part grounded): one per geometric rule family, parts with an affordance.
 CASES: tuple[tuple[str, str], ...] = (

@@ -47,7 +47,7 @@ def qos_profile(name: str) -> Any:
     """The contract's profiles, plus ``best_effort`` for comparison."""
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from afford_bringup.nodes.qos import qos_profile as contract_profile
+    from afford_ros.nodes.qos import qos_profile as contract_profile
 
     if name == "best_effort":
         return QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -59,7 +59,7 @@ def _dds_pub(qos: str, fps: float, seconds: float, ready: Any, start: Any, sent:
     from rclpy.node import Node
     from sensor_msgs.msg import Image
 
-    from afford_bringup.nodes.convert import image_to_msg, stamp_from_ns
+    from afford_ros.nodes.convert import image_to_msg, stamp_from_ns
 
     rclpy.init()
     node = Node("bench_pub")
@@ -198,12 +198,12 @@ def run_sim(seconds: float) -> dict[str, float]:
     host = f"127.2.{os.getpid() % 250 + 1}.1"
     res: dict[str, float] = {}
     with FrankyWorld(FrankyWorldConfig(hostname=host)) as w:
-        w.start("pick up the mug by its handle", 0)
+        w.start("pick-mug-v1", 0)
         res["rtf_alone"] = w.realtime_factor(seconds)
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
-    from afford_bringup.nodes.sim_world import SimWorldNode
+    from afford_ros.nodes.sim_world import SimWorldNode
 
     os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 50))
     sys.setswitchinterval(0.0005)  # as sim_world.main does

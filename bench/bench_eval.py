@@ -32,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from afford_bringup.evaluation.counterfactual import EvalConfig, evaluate_scene
-    from afford_bringup.evaluation.suites import SUITES
-    from afford_bringup.spine import SpineConfig, run_sentence
+    from afford_eval.counterfactual import EvalConfig, evaluate_scene
+    from afford_eval.suites import SUITES
+    from afford_pipeline.spine import SpineConfig, run_sentence
 
     suites = args.suite or list(SUITES)
     config = EvalConfig(grounding=args.grounding)

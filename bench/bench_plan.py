@@ -22,7 +22,7 @@ from scipy.spatial.transform import Rotation
 from afford_planner.collision import CollisionWorld
 from afford_planner.ik import IKConfig, ik_solutions
 from afford_planner.motion import MotionPlanner, PlannerConfig
-from afford_planner.robot_model import FR3Model
+from afford_planner.robot_model import RobotModel
 
 
 @dataclass
@@ -52,7 +52,7 @@ class BenchConfig:
             raise ValueError(f"check_samples must be >= 100, got {self.check_samples}")
 
 
-def build_world(robot: FR3Model) -> CollisionWorld:
+def build_world(robot: RobotModel) -> CollisionWorld:
     world = CollisionWorld(robot)
     table, wall = np.eye(4), np.eye(4)
     table[:3, 3] = [0.5, 0.0, -0.02]
@@ -62,7 +62,9 @@ def build_world(robot: FR3Model) -> CollisionWorld:
     return world
 
 
-def sample_side(robot: FR3Model, world: CollisionWorld, rng: np.random.Generator, side: float) -> np.ndarray:
+def sample_side(
+    robot: RobotModel, world: CollisionWorld, rng: np.random.Generator, side: float
+) -> np.ndarray:
     """Collision-free configuration with a top-down TCP on one side (sign of y) of the wall."""
     down = robot.fk(robot.q_home)[:3, :3]
     ik = IKConfig(seed=int(rng.integers(1 << 31)))
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     config = BenchConfig(pairs=args.pairs, seed=args.seed, time_limit=args.time_limit)
     print("$ " + " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]))
 
-    robot = FR3Model()
+    robot = RobotModel()
     world = build_world(robot)
     rng = np.random.default_rng(config.seed)
     pairs = [

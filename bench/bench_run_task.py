@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
-    from afford_bringup.graph_cli import run_task
-    from afford_bringup.spine import SpineConfig, run_sentence
+    from afford_pipeline.spine import SpineConfig, run_sentence
+    from afford_ros.graph_cli import run_task
 
     rows = []
     try:

@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from afford_bringup.spine import SpineConfig, run_sentence
+    from afford_pipeline.spine import SpineConfig, run_sentence
 
     rows, raw_plan, sel_plan, rtf = [], [], [], []
     planned_sel, planned_raw = [], []

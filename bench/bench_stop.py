@@ -117,7 +117,7 @@ def run(cfg: BenchConfig) -> list[tuple[float, float, float]]:
     try:
         executor = _start(
             [
-                sys.executable, "-m", "afford_bringup.nodes.executor", "--ros-args",
+                sys.executable, "-m", "afford_ros.nodes.executor", "--ros-args",
                 "-p", f"robot_ip:={host}", "-p", f"dynamics_factor:={cfg.dynamics_factor}",
             ],
             "executor ready",
@@ -138,9 +138,9 @@ def _trials(cfg: BenchConfig, domain: int) -> list[tuple[float, float, float]]:
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Empty
 
-    from afford_bringup.nodes.convert import trajectory_msg
-    from afford_bringup.nodes.qos import qos_profile
     from afford_interfaces.action import FollowTrajectory
+    from afford_ros.nodes.convert import trajectory_msg
+    from afford_ros.nodes.qos import qos_profile
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)

@@ -3,8 +3,9 @@
     python bench/skill_success.py --seeds 20 --grounding oracle geometric --jobs 2 \
         --out bench/results/skill_success.md
 
-Each (skill, grounding, seed) is one ``afford run`` episode in a fresh scene; the seed fixes
-the object shapes and poses, so every grounding source faces the same 20 scenes. Rates come
+Each (skill, grounding, seed) is one ``afford run --task ID`` episode in a fresh scene, asked
+with the task's canonical instruction; the seed fixes the object shapes and poses, so every
+grounding source faces the same 20 scenes. Rates come
 with 95% Wilson intervals. A crash counts as a failure and its message is kept.
 """
 
@@ -18,25 +19,29 @@ import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 
+#: The README's table: a row per skill, each a registered task (afford_sim.tasks).
 SKILLS: dict[str, str] = {
-    "pick (tool by handle)": "pick up the scoop",
-    "pick-and-place": "put the banana on the plate",
-    "hang": "hang the mug on the rack",
-    "pour (paper cup)": "pour the paper cup into the bowl",
-    "pour (kettle)": "pour water from the kettle into the bowl",
-    "open drawer": "open the drawer",
+    "pick (tool by handle)": "pick-scoop-v1",
+    "pick-and-place": "place-banana-plate-v1",
+    "hang": "hang-mug-v1",
+    "pour (paper cup)": "pour-paper-cup-v1",
+    "pour (kettle)": "pour-kettle-v1",
+    "open drawer": "open-drawer-v1",
 }
 
 
-def _episode(args: tuple[str, str, str, int]) -> dict[str, object]:
-    skill, sentence, grounding, seed = args
+def _episode(args: tuple[str, str, str, int, str]) -> dict[str, object]:
+    skill, task_id, grounding, seed, robot = args
     os.environ.setdefault("MUJOCO_GL", "egl")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from afford_bringup.spine import SpineConfig, run_sentence
+    from afford_pipeline.spine import SpineConfig, run_task
 
     t0 = time.perf_counter()
+    sentence = task_id
     try:
-        r = run_sentence(sentence, SpineConfig(grounding=grounding, seed=seed))
+        config = SpineConfig(grounding=grounding, seed=seed, robot=robot, allow_unvalidated_robot=True)
+        r = run_task(task_id, config)
+        sentence = r.task
         out = {
             "success": r.success,
             "stages": r.stages,
@@ -49,6 +54,8 @@ def _episode(args: tuple[str, str, str, int]) -> dict[str, object]:
         out = {"success": False, "error": f"{type(err).__name__}: {err}"}
     out.update(
         skill=skill,
+        task_id=task_id,
+        robot=robot,
         sentence=sentence,
         grounding=grounding,
         seed=seed,
@@ -62,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--grounding", nargs="+", default=["oracle", "geometric"])
     ap.add_argument("--skills", nargs="+", default=list(SKILLS), help="skill names (keys of SKILLS)")
+    ap.add_argument("--robot", default="fr3", help="the arm (afford robots); a task it is not validated "
+                    "on is run anyway: measuring it is how a task gets validated")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=None, help="write the Markdown report here (and .json beside it)")
     args = ap.parse_args(argv)
@@ -69,10 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown skills {sorted(unknown)}; known: {list(SKILLS)}")
 
-    from afford_bringup.evaluation.stats import wilson
+    from afford_eval.stats import wilson
+    from afford_sim.tasks import get_task
 
     jobs = [
-        (s, SKILLS[s], g, seed) for s in args.skills for g in args.grounding for seed in range(args.seeds)
+        (s, SKILLS[s], g, seed, args.robot)
+        for s in args.skills
+        for g in args.grounding
+        for seed in range(args.seeds)
     ]
     results: list[dict[str, object]] = []
     t0 = time.perf_counter()
@@ -88,9 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     ratio_to = [g for g in args.grounding if g != "oracle"] if "oracle" in args.grounding else []
     lines = [
         f"Command: `python bench/skill_success.py {' '.join(argv if argv is not None else sys.argv[1:])}`",
-        f"Episodes: {len(results)}, wall time {time.perf_counter() - t0:.0f} s.",
+        f"Robot: {args.robot}. Episodes: {len(results)}, wall time {time.perf_counter() - t0:.0f} s.",
         "",
-        "| skill | sentence | "
+        "| skill | task (instruction) | "
         + " | ".join(f"{g} success (95% CI)" for g in args.grounding)
         + "".join(f" | {g} / oracle" for g in ratio_to)
         + " |",
@@ -107,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         # A source's success as a share of the oracle's on the same scenes (AffordSim's measure
         # of how much of the oracle's performance a real affordance model keeps).
         cells += [f"{rate[g] / rate['oracle']:.2f}" if rate["oracle"] > 0 else "n/a" for g in ratio_to]
-        lines.append(f'| {s} | "{SKILLS[s]}" | ' + " | ".join(cells) + " |")
+        asked = get_task(SKILLS[s]).instruction
+        lines.append(f'| {s} | {SKILLS[s]} ("{asked}") | ' + " | ".join(cells) + " |")
     lines += ["", "Where the failures happened (first failed stage, or abstention / error):", ""]
     for s in args.skills:
         for g in args.grounding:

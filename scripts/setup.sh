@@ -40,10 +40,12 @@ fi
 
 # 3. Pinned dependencies (requirements.txt is the single list), then our packages.
 stamp="$VENV/.afford-requirements.sha"
-want="$(sha256sum requirements.txt | cut -d' ' -f1)"
+want="$(cat requirements.txt requirements-nodeps.txt | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   log "installing pinned dependencies (first run downloads several GB)"
   quiet_pip install -q -r requirements.txt
+  # Packages whose declared dependencies cannot be resolved beside ours (see the file for why).
+  quiet_pip install -q --no-deps -r requirements-nodeps.txt
   echo "$want" > "$stamp"
 fi
 

@@ -23,7 +23,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from afford_bringup import contract  # noqa: E402
+from afford_ros import contract  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ class Monitor:
     """Counts messages on every contract topic and keeps the latest joint state."""
 
     def __init__(self) -> None:
-        from afford_bringup.nodes.qos import qos_profile
+        from afford_ros.nodes.qos import qos_profile
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
@@ -173,7 +173,7 @@ def graph(tmp_path_factory) -> Iterator[dict]:
 
 
 def _task(sentence: str, seed: int = 0, timeout: float = 300.0, auto_approve: bool = True):
-    from afford_bringup.graph_cli import run_task
+    from afford_ros.graph_cli import run_task
 
     lines: list[str] = []
 
@@ -248,7 +248,7 @@ def test_bad_goals_are_refused_with_a_reason_and_nothing_moves(graph, sentence, 
 def test_a_trial_waits_for_the_operator_and_an_abort_moves_nothing(graph) -> None:
     """On the real arm every trial waits for a person: a goal that does not ask for automatic
     approval stops at the approve stage, and `afford trial abort` ends it before any motion."""
-    from afford_bringup.graph_cli import approve_trial
+    from afford_ros.graph_cli import approve_trial
 
     monitor = graph["monitor"]
     assert approve_trial(True)[0] is False  # nothing is waiting yet

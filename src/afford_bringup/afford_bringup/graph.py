@@ -56,6 +56,7 @@ class NodeSpec:
         name: ROS node name; also its section in the parameter files (``name: ros__parameters``).
         module: Python module with ``main(argv=None)``; the launcher runs ``python -m module``.
         executable: Console-script name (``setup.py``), what ``launch_ros`` runs.
+        package: ROS package that installs ``executable`` (``lib/<package>/<executable>``).
         parameter_files: Parameter files, by file name in the config folder (see
             :func:`config_dir`) or as absolute paths, applied in order.
         parameters: Inline parameters, applied after the files: the ones that define the graph
@@ -70,6 +71,7 @@ class NodeSpec:
     name: str
     module: str
     executable: str
+    package: str = "afford_ros"
     parameter_files: tuple[str, ...] = ()
     parameters: tuple[tuple[str, ParamValue], ...] = ()
     remappings: tuple[tuple[str, str], ...] = ()
@@ -256,7 +258,8 @@ def effective_parameters(
 
 # --------------------------------------------------------------------------- the graphs
 
-NODES_PACKAGE = f"{PACKAGE}.nodes"
+NODES_PACKAGE = "afford_ros"
+"""The ROS package whose ``nodes`` subpackage holds every node of the graphs."""
 
 
 def _node(
@@ -269,8 +272,9 @@ def _node(
 ) -> NodeSpec:
     return NodeSpec(
         name=name,
-        module=f"{NODES_PACKAGE}.{name}",
+        module=f"{NODES_PACKAGE}.nodes.{name}",
         executable=name,
+        package=NODES_PACKAGE,
         parameter_files=(f"{graph}.yaml",),
         parameters=tuple((parameters or {}).items()),
         remappings=tuple(remappings),
@@ -299,7 +303,7 @@ GRAPHS: dict[str, GraphSpec] = {
             ),
             launch_arguments=(
                 LaunchArgument(
-                    "sentence", "sim_world", "sentence", "task sentence whose scene the world builds"
+                    "task", "sim_world", "task", "task id whose scene the world builds (afford tasks)"
                 ),
                 LaunchArgument("seed", "sim_world", "seed", "scene seed"),
                 LaunchArgument(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from afford_bringup.graph import PACKAGE, config_path, get_graph, launch_argument_defaults, launch_text
+from afford_bringup.graph import config_path, get_graph, launch_argument_defaults, launch_text
 
 
 def generate(graph_name: str) -> Any:
@@ -45,7 +45,7 @@ def generate(graph_name: str) -> Any:
             parameters.append(node.inline)
         actions.append(
             Node(
-                package=PACKAGE,
+                package=node.package,
                 executable=node.executable,
                 name=node.name,
                 output="screen",

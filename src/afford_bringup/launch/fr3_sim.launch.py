@@ -1,6 +1,6 @@
 """The simulated FR3: franky-sim with the task scene, perception, planner, executor, task server.
 
-    ros2 launch afford_bringup fr3_sim.launch.py sentence:="hang the mug on the rack" seed:=2
+    ros2 launch afford_bringup fr3_sim.launch.py task:=hang-mug-v1 seed:=2
 
 Nodes, parameter files and remappings come from the graph description (afford_bringup.graph),
 which `afford bringup fr3_sim` runs too; parameters are in config/fr3_sim.yaml. Each launch argument

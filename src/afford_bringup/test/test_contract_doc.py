@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from afford_bringup import contract, contract_doc
+from afford_bringup import contract_doc
+from afford_ros import contract
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "graph_contract.md"
 

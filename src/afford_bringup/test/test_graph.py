@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from afford_bringup import graph as g
-from afford_bringup.contract import TOPICS
+from afford_ros.contract import TOPICS
 
-NODES_DIR = Path(g.__file__).resolve().parent / "nodes"
+NODES_DIR = Path(g.__file__).resolve().parents[2] / "afford_ros" / "afford_ros" / "nodes"
 
 #: Every parameter each node takes (issue 3's node list); a config key outside it is a typo that
 #: ROS would silently ignore.
 NODE_PARAMETERS: dict[str, set[str]] = {
     "sim_world": {
-        "sentence",
+        "task",
         "seed",
         "hostname",
         "width",
@@ -55,7 +55,7 @@ def test_every_parameter_is_one_the_node_takes_and_files_do_not_repeat_fixed_one
     sections = g.load_parameters(g.config_path(f"{name}.yaml"))
     assert set(sections) == {n.name for n in graph.nodes}, "config sections must be exactly the graph's nodes"
     for node in graph.nodes:
-        assert node.module == f"afford_bringup.nodes.{node.name}" and node.executable == node.name
+        assert node.module == f"afford_ros.nodes.{node.name}" and node.executable == node.name
         assert node.parameter_files == (f"{name}.yaml",)
         keys = set(g.effective_parameters(node))
         assert keys <= NODE_PARAMETERS[node.name], (
@@ -112,7 +112,7 @@ def test_isaac_graph_commands_joints_through_the_bridge() -> None:
     backend, on the topic the bridge listens to."""
     import yaml
 
-    bridge = yaml.safe_load((Path(g.__file__).resolve().parent / "isaac" / "bridge.yaml").read_text())
+    bridge = yaml.safe_load((NODES_DIR.parent / "isaac" / "bridge.yaml").read_text())
     ex = _params("isaac_sim", "executor")
     assert ex["backend"] == "joint_command_topic"
     assert ex["joint_command_topic"] == bridge["robot"]["joint_command"]["isaac_topic"]
@@ -121,7 +121,7 @@ def test_isaac_graph_commands_joints_through_the_bridge() -> None:
 
 def test_description_rejects_inconsistent_graphs() -> None:
     """Mistakes in the description fail when it is built, not when a node starts on the robot."""
-    node = g.NodeSpec(name="planner", module="afford_bringup.nodes.planner", executable="planner")
+    node = g.NodeSpec(name="planner", module="afford_ros.nodes.planner", executable="planner")
     with pytest.raises(ValueError, match="repeat"):
         g.GraphSpec(name="x", description="", nodes=(node, node))
     with pytest.raises(ValueError, match="valid ROS node name"):
@@ -172,7 +172,7 @@ def test_nodes_know_the_parameters_the_graphs_set(node: str) -> None:
     """rclpy drops a parameter the node never declares, silently: a config key that the node's
     module does not even name is such a parameter (a typo, or a rename on one side)."""
     path = NODES_DIR / f"{node}.py"
-    assert path.is_file(), f"afford_bringup/nodes/{node}.py is missing"
+    assert path.is_file(), f"afford_ros/nodes/{node}.py is missing"
     named = _string_constants(path)
     used = {
         k

@@ -122,7 +122,7 @@ def test_launch_file_starts_exactly_the_described_nodes(graph_name: str) -> None
     nodes, args = _nodes_and_args(_load(graph_name), {})
     assert [n.kwargs["name"] for n in nodes] == [n.name for n in graph.nodes]
     for rec, spec in zip(nodes, graph.nodes, strict=True):
-        assert rec.kwargs["package"] == "afford_bringup"
+        assert rec.kwargs["package"] == spec.package == "afford_ros"
         assert rec.kwargs["executable"] == spec.executable
         assert rec.kwargs["remappings"] == list(spec.remappings)
         assert rec.kwargs["respawn"] == spec.respawn

@@ -154,7 +154,7 @@ def test_dry_run_prints_each_node_command_with_files_overrides_and_fixed_paramet
     cfg = config_dir() / "fr3_real.yaml"
     by_node = {n.name: c for n, c in zip(GRAPHS["fr3_real"].nodes, commands, strict=True)}
     assert by_node["executor"].endswith(
-        f"-m afford_bringup.nodes.executor --ros-args -r __node:=executor --params-file {cfg} "
+        f"-m afford_ros.nodes.executor --ros-args -r __node:=executor --params-file {cfg} "
         "-p 'robot_ip:=\"10.0.0.7\"'"
     )
     # A serial of digits stays a string; fixed parameters come last so nothing overrides them.
@@ -172,5 +172,5 @@ def test_set_refuses_parameters_the_graph_fixes_and_unknown_nodes() -> None:
     with pytest.raises(ValueError, match="NODE.PARAM=VALUE"):
         parse_sets(["gate=false"], GRAPHS["fr3_sim"])
     assert parse_sets(
-        ["planner.plan_top_k=3", "sim_world.sentence=hang the mug on the rack"], GRAPHS["fr3_sim"]
-    ) == {"planner": {"plan_top_k": 3}, "sim_world": {"sentence": "hang the mug on the rack"}}
+        ["planner.plan_top_k=3", "sim_world.task=hang-mug-v1"], GRAPHS["fr3_sim"]
+    ) == {"planner": {"plan_top_k": 3}, "sim_world": {"task": "hang-mug-v1"}}

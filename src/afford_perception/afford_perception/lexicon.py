@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
-from afford_perception.ontology import CATEGORIES, PART_SYNONYMS
-from afford_perception.types import NextAction
+from afford_core.ontology import CATEGORIES, PART_SYNONYMS
+from afford_core.types import NextAction
 
 Tokens = tuple[str, ...]
 T = TypeVar("T")

@@ -18,7 +18,7 @@ which unnamed segment is the "mug" of the sentence. :func:`pick_target` chooses 
 rule (the largest object, or the one nearest the image centre) and the operator approves the
 trial; the category is then the intent's, taken on trust.
 
-:func:`object_cloud` back-projects a mask into an :class:`~afford_perception.types.ObjectCloud`
+:func:`object_cloud` back-projects a mask into an :class:`~afford_core.types.ObjectCloud`
 in the base frame (the back-projection is :func:`afford_perception.segmentation.depth_to_world`,
 shared with the segmenter) and drops the isolated points a mask edge picks up from the
 background ("flying pixels" where depth jumps). :func:`scene_cloud` gives what stands above the
@@ -28,19 +28,20 @@ table, the planner's obstacles.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from afford_core.registry import Registry
+from afford_core.types import ObjectCloud
 from afford_perception.segmentation import (
     DepthSegmenterConfig,
     depth_to_world,
     segment_objects,
     table_plane,
 )
-from afford_perception.types import ObjectCloud
 
 #: Largest deviation of ``base_T_camera``'s rotation from orthonormal (Frobenius norm of
 #: ``R^T R - I``) and of its determinant from 1. A calibration stored with 6 decimals passes;
@@ -319,25 +320,22 @@ class DepthMaskSource:
         return [s.mask for s in found if s.mask is not None]
 
 
-#: Names accepted by :func:`make_mask_source`.
-MASK_SOURCES: tuple[str, ...] = ("depth", "sam")
+#: Mask sources by name. ``sam`` is registered lazily: its module imports torch and
+#: transformers, and it builds on this one (``DepthMaskSource``), so this module must not import it.
+MASK_SOURCES: Registry[Callable[..., MaskSource]] = Registry("mask source")
+MASK_SOURCES.register("depth", DepthMaskSource)
+MASK_SOURCES.register_lazy("sam", "afford_perception.sam:SamMaskSource")
 
 
 def make_mask_source(name: str = "depth", **kwargs: Any) -> MaskSource:
     """A mask source by name: ``"depth"`` (:class:`DepthMaskSource`) or ``"sam"``
     (:class:`afford_perception.sam.SamMaskSource`, which needs ``checkpoint=`` a local path);
-    ``kwargs`` go to its constructor. The SAM module (torch, transformers) is imported only here.
+    ``kwargs`` go to its constructor.
 
     Raises:
         KeyError: an unknown name (the message lists the known ones).
     """
-    if name == "depth":
-        return DepthMaskSource(**kwargs)
-    if name == "sam":
-        from afford_perception.sam import SamMaskSource
-
-        return SamMaskSource(**kwargs)
-    raise KeyError(f"unknown mask source {name!r}; known: {', '.join(MASK_SOURCES)}")
+    return MASK_SOURCES.get(name)(**kwargs)
 
 
 #: Rules accepted by :func:`pick_target`.

@@ -49,10 +49,10 @@ from typing import Literal
 
 import numpy as np
 
+from afford_core.ontology import CATEGORIES, Category
+from afford_core.types import Intent, NextAction
 from afford_perception import lexicon as lx
 from afford_perception import text_embedding
-from afford_perception.ontology import CATEGORIES, Category
-from afford_perception.types import Intent, NextAction
 
 __all__ = ["ParseErrorKind", "ParserConfig", "TaskParseError", "parse"]
 

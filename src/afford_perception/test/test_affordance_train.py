@@ -16,16 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from afford_core.ontology import category
+from afford_core.types import ObjectCloud
+from afford_data.affordance import AffordanceDataConfig, generate
 from afford_perception.affordance import source as source_mod
 from afford_perception.affordance.anchoring import AnchorConfig
-from afford_perception.affordance.dataset import (
-    MANIFEST,
-    AffordanceDataConfig,
-    AffordanceSplit,
-    generate,
-    load,
-    sha256,
-)
+from afford_perception.affordance.dataset import MANIFEST, AffordanceSplit, load, sha256
 from afford_perception.affordance.evaluate import (
     HELDOUT_SPLITS,
     evaluate_sources,
@@ -38,8 +34,6 @@ from afford_perception.affordance.train import TrainConfig, TrainReport, _Wordin
 from afford_perception.affordance.vocabulary import TRAINING_ONLY, split_phrasings, training_pool
 from afford_perception.grounding import make_source
 from afford_perception.grounding.base import GroundingSource
-from afford_perception.ontology import category
-from afford_perception.types import ObjectCloud
 
 DATA = AffordanceDataConfig(
     categories=("mug", "cabinet", "hammer"), unseen_categories=("pot", "scoop"), train_seeds=2,
@@ -366,7 +360,7 @@ def test_empty_targets_reward_predicting_nothing(trained: tuple[Path, TrainRepor
 def test_cli_without_weights_fails_in_one_line(trained: tuple[Path, TrainReport],
                                                capsys: pytest.CaptureFixture[str]) -> None:
     """An operator running eval or show before training gets what to do, not a traceback."""
-    from afford_bringup.cli import main
+    from afford_cli.cli import main
 
     data, _ = trained
     assert main(["affordance", "eval", "--data", str(data), "--json"]) == 2
@@ -379,7 +373,7 @@ def test_cli_without_weights_fails_in_one_line(trained: tuple[Path, TrainReport]
 @pytest.mark.usefixtures("stub_text")
 def test_cli_show_query_draws_the_heat(trained: tuple[Path, TrainReport], tmp_path: Path) -> None:
     """`afford show --query` is how a user checks where the model thinks "the handle" is."""
-    from afford_bringup.cli import main
+    from afford_cli.cli import main
 
     _, report = trained
     out = tmp_path / "heat.png"
@@ -392,7 +386,7 @@ def test_cli_show_query_draws_the_heat(trained: tuple[Path, TrainReport], tmp_pa
 def test_cli_eval_json_covers_the_requested_split(trained: tuple[Path, TrainReport],
                                                   capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from afford_bringup.cli import main
+    from afford_cli.cli import main
     from afford_perception.affordance import evaluate as evaluate_mod
 
     told: list[object] = []
@@ -424,7 +418,7 @@ def test_cli_train_refuses_data_of_another_cloud_size(trained: tuple[Path, Train
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     """The default model runs on 2,048-point clouds; training it on other data must stop at once
     with the fix, before an hour is spent."""
-    from afford_bringup.cli import main
+    from afford_cli.cli import main
 
     data, _ = trained
     assert main(["affordance", "train", "--data", str(data), "--steps", "1", "--out", str(tmp_path / "m.pt"),

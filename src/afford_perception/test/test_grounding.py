@@ -16,6 +16,8 @@ from functools import cache
 import numpy as np
 import pytest
 
+from afford_core.ontology import CATEGORIES
+from afford_core.types import ObjectCloud
 from afford_perception.grounding import (
     GeometricConfig,
     GeometricSource,
@@ -39,8 +41,6 @@ from afford_perception.grounding.views import (
     single_view,
     yaw_pose,
 )
-from afford_perception.ontology import CATEGORIES
-from afford_perception.types import ObjectCloud
 from afford_sim.assets import Asset, make
 
 # The parts the tasks grasp or use, per category, and the IoU each must reach on average.

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import afford_perception.text_embedding as text_embedding
+from afford_core.types import Intent, NextAction
 from afford_perception.parser import ParseErrorKind, ParserConfig, TaskParseError, parse
-from afford_perception.types import Intent, NextAction
 
 A = NextAction
 NO_EMBEDDINGS = ParserConfig(use_embeddings=False)

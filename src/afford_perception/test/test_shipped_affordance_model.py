@@ -71,8 +71,8 @@ def test_shipped_model_finds_the_drawer_handle_in_the_drawer_tasks_view(source: 
     model trained only on orbit views found no handle there and the robot abstained every time;
     the grounded region must now lie on the cabinet's pull handles (the model cannot tell the
     drawer's from the door's: both only offer `pull`)."""
-    from afford_perception.affordance.dataset import AffordanceDataConfig, _scene_view
-    from afford_perception.ontology import category
+    from afford_core.ontology import category
+    from afford_data.affordance import AffordanceDataConfig, _scene_view
 
     parts = category("cabinet").parts
     handles = [parts.index("drawer_handle"), parts.index("door_handle")]

@@ -30,15 +30,15 @@ Each candidate carries ``terms["antipodal"] = q`` and ``source = "generic"``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from afford_planner.types import GraspCandidate
+from afford_core.grasp import GraspCandidate
+from afford_core.robots import DEFAULT_ROBOT, HOME_TCP_ROTATION, get_robot
 
-# TCP orientation at the Franka home pose: gripper x along world x, y along -y, z down.
-_HOME_ROTATION = np.diag([1.0, -1.0, -1.0])
+_HOME_ROTATION = HOME_TCP_ROTATION
 _DOWN = np.array([0.0, 0.0, -1.0])
 
 
@@ -51,7 +51,8 @@ class AntipodalConfig:
         num_seeds: Seed points drawn from the cloud; each yields at most one pair.
         num_neighbors: Points in each PCA normal fit (20 spans ~1 cm at a depth camera's
             3-5 mm spacing: local enough for a handle, enough for a stable plane).
-        max_width: Finger stroke (m); the Franka Hand opens 0.08 m.
+        max_width: Finger stroke (m); default the reference robot's gripper's (the pipeline
+            passes the robot's own).
         min_width: Shortest contact distance considered (m): closer pairs are one noisy
             surface patch (2 mm depth noise tilts PCA normals), not two faces.
         width_margin: Added to the contact distance for the opening before closing (m), so the
@@ -60,7 +61,8 @@ class AntipodalConfig:
             rubber pad on plastic.
         min_tcp_height: Lowest height of the lower fingertip's centre (the TCP for a
             horizontal closing axis) above the object's lowest observed point (m); 0.016 keeps
-            the Franka fingertip pads (which reach ~1 cm below their centre) off the support.
+            fingertip pads like the Franka Hand's (which reach ~1 cm below their centre) off the
+            support.
         max_backoff: Most the TCP is moved back along the approach to meet min_tcp_height
             (m); about half a fingertip pad, so the contacts stay between the pads.
         suppression_radius: Kept grasps' TCPs are at least this far apart (m).
@@ -72,7 +74,7 @@ class AntipodalConfig:
     num_candidates: int = 12
     num_seeds: int = 300
     num_neighbors: int = 20
-    max_width: float = 0.08
+    max_width: float = field(default_factory=lambda: get_robot(DEFAULT_ROBOT).gripper.max_width)
     min_width: float = 0.015
     width_margin: float = 0.01
     friction_cone_deg: float = 30.0
@@ -120,8 +122,9 @@ def estimate_normals(points: np.ndarray, num_neighbors: int) -> np.ndarray:
 
 
 def _orient_like_home(y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Rotation (y x z, +-y, z) with the finger order nearest the Franka home pose, so that
-    joint 7 stays away from its limits (both orders are the same parallel-jaw grasp)."""
+    """Rotation (y x z, +-y, z) with the finger order nearest the home TCP orientation, so that
+    the last wrist joint stays away from its limits (both orders are the same parallel-jaw
+    grasp)."""
     x = np.cross(y, z)
     if _HOME_ROTATION[:, 0] @ x + _HOME_ROTATION[:, 1] @ y < -1e-9:
         x, y = -x, -y

@@ -21,9 +21,9 @@ goes or how wide the fingers open; ``Stage1Config`` documents the values chosen 
 segment on the object's long horizontal axis (its central third for elongated objects, a
 small piece around the centre for boxy ones), top-down, closing across the segment.
 
-All candidates use the gripper frame of ``afford_planner.types`` (z approach, y closing axis,
+All candidates use the gripper frame of ``afford_core.grasp`` (z approach, y closing axis,
 position = TCP between the fingertips). Among the two finger orderings (y and -y are the same
-grasp for a parallel gripper) the one nearest the Franka's home orientation
+grasp for a parallel gripper) the one nearest the home TCP orientation every robot shares
 (gripper x along world x, y along world -y, z down) is kept, so that joint 7 stays away from
 its limits.
 """
@@ -31,18 +31,18 @@ its limits.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from afford_perception.ontology import CATEGORIES
-from afford_perception.types import ObjectCloud
-from afford_planner.types import GraspCandidate
+from afford_core.grasp import GraspCandidate
+from afford_core.ontology import CATEGORIES
+from afford_core.robots import DEFAULT_ROBOT, HOME_TCP_ROTATION, GripperDescription, get_robot
+from afford_core.types import ObjectCloud
 
-# TCP orientation at the Franka home pose: gripper x along world x, y along -y, z down.
-_HOME_ROTATION = np.diag([1.0, -1.0, -1.0])
+_HOME_ROTATION = HOME_TCP_ROTATION
 _DOWN = np.array([0.0, 0.0, -1.0])
 
 
@@ -72,10 +72,12 @@ class Stage1Config:
         depth_fraction: The TCP goes this fraction of the local thickness along the approach
             past p, so the fingertip pads wrap the part instead of pinching its skin (0.5: the
             TCP on the part's mid-plane).
-        max_depth: Cap on that push (m); 0.02 is about the Franka fingertip pad length.
+        max_depth: Cap on that push (m); default the reference robot's fingertip pad length
+            (``GripperDescription.pad_length``; the pipeline passes the robot's own).
         width_margin: Added to the local extent along the closing axis, split across both
             fingers (m), so the open fingers clear the part on the way in.
-        max_width: Largest opening (m); 0.08 is the Franka Hand stroke.
+        max_width: Largest opening (m); default the reference robot's gripper stroke (the
+            pipeline passes the robot's own).
         isotropy_ratio: When the local region's two largest variances, or its two variances
             across the approach, are within this ratio of each other (a disc, a cylinder or
             sphere patch, a bar seen end-on), the geometry prefers no closing direction and the
@@ -88,7 +90,7 @@ class Stage1Config:
             person uses on a handle that stands out of a vertical face; the K tilted ones
             all come in at theta0 and can clip the face behind a drawer pull.
         center_on_part: Shift the TCP along the closing axis to the middle of the region
-            points the pads close on. The Franka's fingers close symmetrically about the TCP
+            points the pads close on. Parallel fingers close symmetrically about the TCP
             and the arm does not yield, so on a bar seen from one side (its top face) an
             uncentred TCP leaves one finger in the air. Off for wide patches (a plate's face),
             where the middle of the patch is not between the fingers.
@@ -103,9 +105,9 @@ class Stage1Config:
     local_radius: float = 0.03
     line_radius: float = 0.006
     depth_fraction: float = 0.5
-    max_depth: float = 0.02
+    max_depth: float = field(default_factory=lambda: _gripper().pad_length)
     width_margin: float = 0.02
-    max_width: float = 0.08
+    max_width: float = field(default_factory=lambda: _gripper().max_width)
     isotropy_ratio: float = 0.9
     include_topdown: bool = False
     num_topdown_yaws: int = 2
@@ -164,9 +166,9 @@ class AxisGraspConfig:
     box_half_length: float = 0.01
     local_radius: float = 0.01
     depth_fraction: float = 0.5
-    max_depth: float = 0.02
+    max_depth: float = field(default_factory=lambda: _gripper().pad_length)
     width_margin: float = 0.02
-    max_width: float = 0.08
+    max_width: float = field(default_factory=lambda: _gripper().max_width)
 
     def __post_init__(self) -> None:
         if self.num_positions < 1:
@@ -193,8 +195,8 @@ def _check_fit(
         raise ValueError(f"max_depth must be >= 0, got {max_depth}")
     if not margin >= 0:
         raise ValueError(f"width_margin must be >= 0, got {margin}")
-    if not (0.0 < max_width <= 0.08):
-        raise ValueError(f"max_width must be in (0, 0.08] m (the Franka Hand stroke), got {max_width}")
+    if not (0.0 < max_width <= 0.3):
+        raise ValueError(f"max_width must be in (0, 0.3] m, got {max_width}")
 
 
 # --------------------------------------------------------------------------- mean shift
@@ -352,7 +354,7 @@ def approach_directions(n: np.ndarray, k: int, tilt_rad: float) -> np.ndarray:
 
 
 def _orient_like_home(y: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """Rotation with columns (y x z, +-y, z), the sign of y nearest the Franka home orientation."""
+    """Rotation with columns (y x z, +-y, z), the sign of y nearest the home TCP orientation."""
     x = np.cross(y, z)
     # trace(H^T R) with z fixed changes only through x and y; keep the ordering that raises it.
     if _HOME_ROTATION[:, 0] @ x + _HOME_ROTATION[:, 1] @ y < -1e-9:
@@ -478,7 +480,7 @@ def sample_affordance_grasps(
         t_min = float(min(t.min(), 0.0)) if len(t) else 0.0
         t_max = float(max(t.max(), 0.0)) if len(t) else 0.0
         depth = min(config.max_depth, config.depth_fraction * (t_max - t_min))
-        # Centre the fingers on the part across the closing axis: the Franka's fingers close
+        # Centre the fingers on the part across the closing axis: the fingers close
         # symmetrically about the TCP and the arm does not yield, so an off-centre TCP leaves
         # one finger in the air.
         tcp = p + (t_min + depth) * d
@@ -693,3 +695,8 @@ def sample_enclosing_grasps(region_points: np.ndarray, config: EnclosingGraspCon
             )
         )
     return out
+
+
+def _gripper() -> GripperDescription:
+    """The reference robot's gripper: where the configs' hand-size defaults come from."""
+    return get_robot(DEFAULT_ROBOT).gripper

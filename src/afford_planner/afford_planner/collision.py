@@ -1,7 +1,8 @@
-"""Collision checking of the FR3 (arm, hand and fingers) against itself and named obstacles.
+"""Collision checking of a robot (arm, hand and fingers) against itself and named obstacles.
 
-Geometry: every link's URDF collision mesh is replaced by its convex hull, and each finger's
-four URDF boxes by one hull around them. Convex shapes let coal answer with GJK in about a
+Geometry: every link's collision geometry (URDF or MJCF, as the robot's kinematic model file
+has it) is replaced by one convex hull per link: the FR3's finger boxes, a Robotiq finger's
+pieces, each become one hull. Convex shapes let coal answer with GJK in about a
 microsecond per pair instead of walking two triangle BVHs, and they are also what MuJoCo
 collides with (it always uses the convex hull of a mesh geom), so a configuration that is free
 here is free in the simulator too. The fingers sit at a chosen opening
@@ -12,10 +13,11 @@ update and all coal pair tests in C++): no Python loop over pairs on the hot pat
 
 Pairs checked:
     * self: every pair of links at least two joints apart (parent/child links always touch
-      through their shared joint; link 7, the hand and the fingers form one rigid group),
-      except the pairs the joint limits keep apart (:data:`NEVER_COLLIDING`);
-    * environment: every arm link against every obstacle, except the base ``fr3_link0``
-      (by default), which cannot move and rests on whatever the robot is mounted on;
+      through their shared joint; the last link, the hand and the locked fingers form one rigid
+      group), except the pairs the joint limits keep apart (the description's
+      ``never_colliding``);
+    * environment: every arm link against every obstacle, except the base link (by default),
+      which cannot move and rests on whatever the robot is mounted on;
     * minus allowed pairs (:meth:`CollisionWorld.allow`), e.g. the target object against the
       hand during the final approach of a grasp.
 
@@ -34,45 +36,7 @@ import numpy as np
 import pinocchio as pin
 import trimesh
 
-from afford_planner.robot_model import MAX_FINGER_WIDTH, FR3Model, as_pose, se3_from_matrix
-
-#: Links whose contacts with a grasped or grasp-target object are expected (see ``allow``).
-HAND_LINKS: tuple[str, ...] = ("fr3_hand", "fr3_leftfinger", "fr3_rightfinger")
-
-# Chain position of each robot geometry: pairs less than two apart are never checked.
-_CHAIN_INDEX: dict[str, int] = {
-    **{f"fr3_link{i}": i for i in range(8)},
-    **{name: 7 for name in HAND_LINKS},
-}
-
-#: Link pairs that cannot touch anywhere inside the joint limits, so they are not checked.
-#: Found like an SRDF's "never in collision" list: over 30 000 uniform random configurations
-#: (fingers closed and open) each of these pairs stayed at least 4.9 cm apart, while every
-#: other non-adjacent pair touched. ``test_motion.py`` re-samples to keep this honest.
-NEVER_COLLIDING: frozenset[frozenset[str]] = frozenset(
-    frozenset(pair)
-    for pair in [
-        ("fr3_link0", "fr3_link2"),
-        ("fr3_link0", "fr3_link3"),
-        ("fr3_link0", "fr3_link4"),
-        ("fr3_link1", "fr3_link3"),
-        ("fr3_link1", "fr3_link4"),
-        ("fr3_link2", "fr3_link4"),
-        ("fr3_link3", "fr3_link5"),
-        ("fr3_link3", "fr3_link6"),
-        ("fr3_link3", "fr3_link7"),
-        ("fr3_link3", "fr3_hand"),
-        ("fr3_link3", "fr3_leftfinger"),
-        ("fr3_link3", "fr3_rightfinger"),
-        ("fr3_link4", "fr3_link6"),
-        ("fr3_link4", "fr3_link7"),
-        ("fr3_link4", "fr3_hand"),
-        ("fr3_link4", "fr3_leftfinger"),
-        ("fr3_link4", "fr3_rightfinger"),
-        ("fr3_link5", "fr3_leftfinger"),
-        ("fr3_link5", "fr3_rightfinger"),
-    ]
-)
+from afford_planner.robot_model import RobotModel, as_pose, se3_from_matrix
 
 
 @dataclass
@@ -80,28 +44,29 @@ class CollisionConfig:
     """How the robot is modelled for collision checks.
 
     Attributes:
-        finger_width: Opening between the fingers (m, 0..0.08) for the finger geometry.
+        finger_width: Opening between the fingers (m) for the finger geometry; ``None``: the
+            gripper's largest.
         padding: Clearance (m) demanded between the robot and every obstacle. Planners check
             discrete states, so the padding must exceed the largest distance any robot point
             travels from the nearest checked state (see ``PlannerConfig.collision_step``). It
             also keeps fingertips that far above a table: a top-down grasp needs its TCP about
             1 cm + padding above the surface.
         self_padding: Clearance (m) demanded between non-adjacent links of the robot itself.
-        check_base_link: Also check ``fr3_link0`` against obstacles. Off by default: the base
+        check_base_link: Also check the base link against obstacles. Off by default: the base
             is bolted down and touches the table it stands on, and no motion can change that.
-        skip_never_colliding: Leave out the self pairs in :data:`NEVER_COLLIDING` (about a third
-            of the self checks). Off only to audit that list.
+        skip_never_colliding: Leave out the robot's ``never_colliding`` self pairs (about a
+            third of the FR3's self checks). Off only to audit that list.
     """
 
-    finger_width: float = MAX_FINGER_WIDTH
+    finger_width: float | None = None
     padding: float = 0.005
     self_padding: float = 0.0
     check_base_link: bool = False
     skip_never_colliding: bool = True
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.finger_width <= MAX_FINGER_WIDTH:
-            raise ValueError(f"finger_width must be in [0, {MAX_FINGER_WIDTH}] m, got {self.finger_width}")
+        if self.finger_width is not None and not 0.0 <= self.finger_width <= 0.3:
+            raise ValueError(f"finger_width must be in [0, 0.3] m, got {self.finger_width}")
         if not 0.0 <= self.padding <= 0.1:
             raise ValueError(f"padding must be in [0, 0.1] m, got {self.padding}")
         if not 0.0 <= self.self_padding <= 0.05:
@@ -128,26 +93,40 @@ def _box_corners(half: np.ndarray, placement: pin.SE3) -> np.ndarray:
     return (signs * half) @ placement.rotation.T + placement.translation
 
 
-def _robot_geometry(robot: FR3Model) -> pin.GeometryModel:
-    """Convex collision geometry of arm, hand and fingers on the 9-joint ``robot.full_model``."""
-    urdf = robot.config.urdf_path
-    raw = pin.buildGeomFromUrdf(robot.full_model, str(urdf), pin.COLLISION, package_dirs=[str(urdf.parent)])
+def _shape_points(geom: coal.CollisionGeometry, placement: pin.SE3, where: str) -> np.ndarray:
+    """Points whose hull is the shape (mesh vertices, box corners, capsule/cylinder end caps)."""
+    if isinstance(geom, coal.BVHModelBase):
+        pts = np.array([geom.vertices(i) for i in range(geom.num_vertices)])
+        return pts @ placement.rotation.T + placement.translation
+    if isinstance(geom, coal.Box):
+        return _box_corners(np.asarray(geom.halfSide), placement)
+    if isinstance(geom, coal.Sphere):
+        return _box_corners(np.full(3, geom.radius), placement)
+    if isinstance(geom, coal.Capsule | coal.Cylinder):
+        r = float(geom.radius)
+        h = float(geom.halfLength) + (r if isinstance(geom, coal.Capsule) else 0.0)
+        return _box_corners(np.array([r, r, h]), placement)
+    raise ValueError(f"unexpected collision shape {type(geom).__name__} on {where}")
+
+
+def _robot_geometry(robot: RobotModel) -> pin.GeometryModel:
+    """Convex collision geometry of arm, hand and fingers on ``robot.full_model``: one hull per
+    link (the frame a collision geometry hangs from)."""
+    path = robot.model_path
+    full = robot.full_model
+    if path.suffix == ".urdf":
+        raw = pin.buildGeomFromUrdf(full, str(path), pin.COLLISION, package_dirs=[str(path.parent)])
+    else:
+        raw = pin.buildGeomFromMJCF(full, str(path), pin.COLLISION)
     hulls: dict[str, tuple[int, int, list[np.ndarray]]] = {}
     for obj in raw.geometryObjects:
-        link = obj.name.rsplit("_", 1)[0]  # URDF parser names them <link>_<k>
-        geom = obj.geometry
-        if isinstance(geom, coal.BVHModelBase):
-            pts = np.array([geom.vertices(i) for i in range(geom.num_vertices)])
-            pts = pts @ obj.placement.rotation.T + obj.placement.translation
-        elif isinstance(geom, coal.Box):
-            pts = _box_corners(np.asarray(geom.halfSide), obj.placement)
-        else:
-            raise ValueError(f"unexpected collision shape {type(geom).__name__} on {link}")
+        frame = full.frames[obj.parentFrame]
+        # A URDF link is one body frame; an MJCF geom hangs from its body's frame.
+        link = frame.name
+        pts = _shape_points(obj.geometry, obj.placement, link)
         hulls.setdefault(link, (obj.parentJoint, obj.parentFrame, []))[2].append(pts)
     model = pin.GeometryModel()
     for link, (joint, frame, parts) in hulls.items():
-        if link not in _CHAIN_INDEX:
-            raise ValueError(f"URDF collision link {link!r} is not part of the FR3 chain")
         model.addGeometryObject(
             pin.GeometryObject(link, joint, frame, pin.SE3.Identity(), convex_from_points(np.vstack(parts)))
         )
@@ -162,39 +141,51 @@ class _Obstacle:
 
 
 class CollisionWorld:
-    """The FR3 and named obstacles, checked with coal through pinocchio.
+    """A robot and named obstacles, checked with coal through pinocchio.
 
     Obstacles are given in the world frame; the robot's base pose comes from the
-    :class:`FR3Model`. Every check takes the 7 arm joint angles.
+    :class:`RobotModel`. Every check takes the arm's joint angles.
     """
 
-    def __init__(self, robot: FR3Model, config: CollisionConfig | None = None) -> None:
+    def __init__(self, robot: RobotModel, config: CollisionConfig | None = None) -> None:
         self.robot = robot
         self.config = config or CollisionConfig()
         self._robot_full_geometry = _robot_geometry(robot)
+        self.hand_links: tuple[str, ...] = robot.robot.gripper.hand_links
+        unknown = set(self.hand_links) - {g.name for g in self._robot_full_geometry.geometryObjects}
+        if unknown:
+            raise ValueError(f"{robot.robot.name}: hand links {sorted(unknown)} have no collision geometry")
         self._obstacles: dict[str, _Obstacle] = {}
         # obstacle name -> robot links it may touch (None: all of them)
         self._allowed: dict[str, frozenset[str] | None] = {}
         #: Number of configurations checked so far (for planner statistics).
         self.checks = 0
-        self._build_robot(self.config.finger_width)
+        gripper = robot.robot.gripper
+        width = gripper.max_width if self.config.finger_width is None else self.config.finger_width
+        if width > gripper.max_width:
+            raise ValueError(f"finger width {width} m exceeds the {gripper.name}'s {gripper.max_width} m")
+        self._build_robot(width)
 
     # ----------------------------------------------------------------- robot set-up
     def _build_robot(self, finger_width: float) -> None:
         q_ref = self.robot.full_configuration(self.robot.q_home, finger_width)
         self._model, geoms = pin.buildReducedModel(
-            self.robot.full_model, self._robot_full_geometry, self.robot.finger_joint_ids, q_ref
+            self.robot.full_model, self._robot_full_geometry, self.robot._locked_ids, q_ref
         )
         self._data = self._model.createData()
         self._robot_geoms: pin.GeometryModel = geoms
         self._robot_names = [g.name for g in geoms.geometryObjects]
+        # Chain position of each robot geometry (its joint in the arm model): pairs less than
+        # two apart are never checked; the locked fingers ride on the last joint.
+        self._chain = {g.name: int(g.parentJoint) for g in geoms.geometryObjects}
         self._finger_width = finger_width
         self._rebuild()
 
     def set_finger_width(self, width: float) -> None:
-        """Re-pose the finger geometry at opening ``width`` (m, 0..0.08)."""
-        if not 0.0 <= width <= MAX_FINGER_WIDTH:
-            raise ValueError(f"finger width must be in [0, {MAX_FINGER_WIDTH}] m, got {width}")
+        """Re-pose the finger geometry at opening ``width`` (m, up to the gripper's largest)."""
+        width_max = self.robot.robot.gripper.max_width
+        if not 0.0 <= width <= width_max:
+            raise ValueError(f"finger width must be in [0, {width_max}] m, got {width}")
         if width != self._finger_width:
             self._build_robot(float(width))
 
@@ -213,7 +204,7 @@ class CollisionWorld:
             raise ValueError(f"obstacle name must be a non-empty string, got {name!r}")
         if name in self._obstacles:
             raise ValueError(f"obstacle {name!r} already exists; remove it first")
-        if name in _CHAIN_INDEX:
+        if name in {g.name for g in self._robot_full_geometry.geometryObjects}:
             raise ValueError(f"obstacle name {name!r} clashes with a robot link")
 
     def _add(self, name: str, geometry: coal.CollisionGeometry, pose: np.ndarray, kind: str) -> None:
@@ -282,7 +273,7 @@ class CollisionWorld:
     def allow(self, name: str, links: Iterable[str] | None = None) -> None:
         """Ignore contacts between obstacle ``name`` and ``links`` (all robot links if None).
 
-        Typical use: ``allow(target, HAND_LINKS)`` for the last centimetres of a grasp, so the
+        Typical use: ``allow(target, world.hand_links)`` for the last centimetres of a grasp, so the
         fingers may touch the object while the arm still may not sweep through it.
         """
         if name not in self._obstacles:
@@ -323,19 +314,21 @@ class CollisionWorld:
         pairs: list[tuple[int, int, float]] = []
         # Environment pairs first: in a cluttered scene they are the likely hits, and the
         # first hit ends an in_collision() query.
+        base = self.robot.robot.base_link
+        never = self.robot.robot.never_colliding
         for k, name in enumerate(names[n_robot:], start=n_robot):
             allowed = self._allowed.get(name, frozenset())
             for i, link in enumerate(self._robot_names):
-                if link == "fr3_link0" and not self.config.check_base_link:
+                if link == base and not self.config.check_base_link:
                     continue
                 if allowed is None or link in allowed:
                     continue
                 pairs.append((i, k, self.config.padding))
         for i in range(n_robot):
             for j in range(i + 1, n_robot):
-                if abs(_CHAIN_INDEX[names[i]] - _CHAIN_INDEX[names[j]]) < 2:
+                if abs(self._chain[names[i]] - self._chain[names[j]]) < 2:
                     continue
-                if self.config.skip_never_colliding and frozenset((names[i], names[j])) in NEVER_COLLIDING:
+                if self.config.skip_never_colliding and frozenset((names[i], names[j])) in never:
                     continue
                 pairs.append((i, j, self.config.self_padding))
 

@@ -1,4 +1,4 @@
-"""Inverse kinematics of the FR3 TCP: damped least squares with joint limits and random restarts.
+"""Inverse kinematics of a robot's TCP: damped least squares with joint limits and random restarts.
 
 The arm has seven joints for a six-dimensional pose, so every reachable pose has a
 one-parameter family of solutions. The solver resolves that redundancy towards the seed: a
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from afford_planner.robot_model import FR3Model
+from afford_planner.robot_model import RobotModel
 
 
 @dataclass
@@ -81,7 +81,7 @@ class IKResult:
 
     Attributes:
         success: True when ``q`` meets both tolerances inside the joint limits.
-        q: The solution (7,) or ``None`` on failure.
+        q: The solution (nq,) or ``None`` on failure.
         position_error: TCP position error (m) of ``q``, or of the best attempt on failure.
         orientation_error_deg: TCP rotation error (deg), same convention.
         attempts: Starting configurations used (1 = the seed alone).
@@ -98,7 +98,7 @@ class IKResult:
     reason: str = ""
 
 
-def reach_refusal(model: FR3Model, target_tcp_pose: np.ndarray) -> str:
+def reach_refusal(model: RobotModel, target_tcp_pose: np.ndarray) -> str:
     """Reason the target is geometrically out of reach, or "" when it may be reachable."""
     dist = float(np.linalg.norm(np.asarray(target_tcp_pose)[:3, 3] - model.shoulder_position()))
     if dist > model.reach_bound:
@@ -116,7 +116,7 @@ def _pose_errors(current: pin.SE3, target: pin.SE3) -> tuple[float, float]:
 
 
 def _descend(
-    model: FR3Model, target: pin.SE3, q0: np.ndarray, q_pref: np.ndarray, config: IKConfig
+    model: RobotModel, target: pin.SE3, q0: np.ndarray, q_pref: np.ndarray, config: IKConfig
 ) -> tuple[np.ndarray, float, float, int]:
     """One damped-least-squares attempt from ``q0``; returns (q, pos_err, rot_err_deg, iterations)."""
     q = q0.copy()
@@ -160,7 +160,7 @@ def _converged(pos: float, rot: float, config: IKConfig) -> bool:
 
 
 def ik_solutions(
-    model: FR3Model,
+    model: RobotModel,
     target_tcp_pose: np.ndarray,
     q_seed: np.ndarray,
     config: IKConfig | None = None,
@@ -225,7 +225,7 @@ def ik_solutions(
 
 
 def solve_ik(
-    model: FR3Model,
+    model: RobotModel,
     target_tcp_pose: np.ndarray,
     q_seed: np.ndarray,
     config: IKConfig | None = None,
@@ -239,7 +239,7 @@ def solve_ik(
 
 
 def local_ik(
-    model: FR3Model, target_tcp_pose: np.ndarray, q_start: np.ndarray, config: IKConfig | None = None
+    model: RobotModel, target_tcp_pose: np.ndarray, q_start: np.ndarray, config: IKConfig | None = None
 ) -> IKResult:
     """A single descent from ``q_start`` with no restarts.
 

@@ -1,4 +1,4 @@
-"""Joint-space motion planning for the FR3: OMPL RRTConnect, shortcutting, Cartesian lines, timing.
+"""Joint-space motion planning for a robot arm: OMPL RRTConnect, shortcutting, Cartesian lines, timing.
 
 Four entry points on :class:`MotionPlanner`:
 
@@ -11,7 +11,7 @@ Four entry points on :class:`MotionPlanner`:
 * :meth:`~MotionPlanner.cartesian_path` ``(q_start, tcp_pose_goal, step)``: straight-line TCP
   motion, IK at every step, for the final approach, the lift and drawer pulls.
 * :meth:`~MotionPlanner.time_parameterize` ``(waypoints, vel_scale)``: a time-stamped joint
-  trajectory within the FR3 velocity and acceleration limits.
+  trajectory within the robot's velocity and acceleration limits.
 
 Every result is a :class:`PlanResult`. Bad requests (start or goal in collision, outside joint
 limits, out of reach) are refused up front with a reason naming the joint or the touching pair,
@@ -40,7 +40,7 @@ from ompl import util as ou
 
 from afford_planner.collision import CollisionWorld
 from afford_planner.ik import IKConfig, ik_solutions, local_ik, reach_refusal
-from afford_planner.robot_model import FR3Model, as_pose
+from afford_planner.robot_model import RobotModel, as_pose
 
 _LOG_LEVELS = {
     "debug": ou.LogLevel.LOG_DEBUG,
@@ -77,7 +77,7 @@ class PlannerConfig:
             a bigger jump means the arm would flip branch (singularity or limit), not follow
             the line, so the path is refused.
         trajectory_dt: Sample period (s) of :meth:`MotionPlanner.time_parameterize`.
-        acceleration_scale: Fraction of the FR3 acceleration limits used for timing.
+        acceleration_scale: Fraction of the robot's acceleration limits used for timing.
         ompl_log_level: OMPL console verbosity: "debug", "info", "warn", "error" or "none".
     """
 
@@ -129,9 +129,9 @@ class PlanResult:
 
     Attributes:
         success: True when ``waypoints`` is a complete, collision-free path.
-        waypoints: (N, 7) joint configurations from start to goal; straight joint-space
+        waypoints: (N, nq) joint configurations from start to goal; straight joint-space
             segments between them are collision-free. On failure: the valid prefix found (a
-            Cartesian path blocked part-way) or an empty (0, 7) array.
+            Cartesian path blocked part-way) or an empty (0, nq) array.
         path_length: ``L``, the sum of the joint-space Euclidean norms of the segments (rad).
         planning_time: Wall time of the query (s), refusals included.
         reason: Empty on success; otherwise what failed, naming joints or touching pairs.
@@ -162,11 +162,11 @@ def path_length(waypoints: np.ndarray) -> float:
 
 
 class MotionPlanner:
-    """Plans collision-free FR3 motions in a :class:`CollisionWorld`."""
+    """Plans collision-free motions of the robot in a :class:`CollisionWorld`."""
 
-    def __init__(self, model: FR3Model, world: CollisionWorld, config: PlannerConfig | None = None) -> None:
+    def __init__(self, model: RobotModel, world: CollisionWorld, config: PlannerConfig | None = None) -> None:
         if world.robot is not model:
-            raise ValueError("the collision world was built for a different FR3Model instance")
+            raise ValueError("the collision world was built for a different RobotModel instance")
         self.model = model
         self.world = world
         self.config = config or PlannerConfig()
@@ -413,11 +413,11 @@ class MotionPlanner:
     def time_parameterize(
         self, waypoints: np.ndarray, vel_scale: float = 0.5, acc_scale: float | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Time the piecewise-linear joint path; returns (times (T,), q (T, 7)).
+        """Time the piecewise-linear joint path; returns (times (T,), q (T, nq)).
 
         The path is followed exactly (straight joint segments between waypoints) with a
         trapezoidal speed profile that starts and ends at rest. Every joint stays within
-        ``vel_scale`` of its FR3 velocity limit and, along each segment, ``acc_scale``
+        ``vel_scale`` of its velocity limit and, along each segment, ``acc_scale``
         (default ``config.acceleration_scale``) of its acceleration limit. At a corner the
         speed is capped so the per-sample velocity change stays within the acceleration
         limits: sharp corners of a joint-space plan are taken almost at rest, the gentle

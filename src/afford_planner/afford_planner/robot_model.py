@@ -1,58 +1,29 @@
-"""FR3 kinematics: joint limits, TCP forward kinematics and Jacobian, from the URDF via pinocchio.
+"""Arm kinematics from a robot description: joint limits, TCP forward kinematics and Jacobian.
 
-The TCP is the URDF frame ``fr3_hand_tcp``: 0.1034 m along the hand's z, the hand sitting
-0.107 m above link 7 and turned -45 deg about z. This is the same frame as the MuJoCo body
-``hand`` of franky-sim's ``fr3.xml`` offset by 0.1034 m along its z, and the same frame the
-shared :class:`~afford_planner.types.GraspCandidate` poses are written in (z approach, y finger
-closing axis).
+A :class:`RobotModel` is built from a :class:`~afford_core.robots.RobotDescription` (the FR3 by
+default): pinocchio loads its kinematic model (URDF or MJCF), locks the gripper's joints (they
+never move the TCP) and, for a model without a TCP frame, adds one from ``tcp_from_flange``. The
+TCP frame is the one every :class:`~afford_core.grasp.GraspCandidate` pose is written in (z
+approach, y finger closing axis, origin between the fingertip pads).
 
 All public poses are in the world frame. The robot's base may sit anywhere in the world
-(``FR3ModelConfig.base_pose``); pinocchio itself always works in the base frame, and this module
+(``RobotModelConfig.base_pose``); pinocchio itself always works in the base frame, and this module
 converts at the boundary so callers never see base-frame quantities.
 
-Joint limits are the intersection of the URDF's and the simulator's (``fr3.xml``) ranges: the
-URDF ships the wider mechanical limits, the MJCF the narrower FR3 datasheet limits that the
+Joint limits are the intersection of the kinematic model's and the simulator's MJCF ranges: a
+URDF often ships the wider mechanical limits, the MJCF the narrower datasheet limits that the
 simulator and the real controller enforce, so planning inside both keeps every plan executable.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
 
-ARM_JOINTS: tuple[str, ...] = tuple(f"fr3_joint{i}" for i in range(1, 8))
-"""Names of the seven arm joints, in configuration order."""
-
-FINGER_JOINTS: tuple[str, str] = ("fr3_finger_joint1", "fr3_finger_joint2")
-TCP_FRAME = "fr3_hand_tcp"
-MAX_FINGER_WIDTH = 0.08
-"""Largest finger opening (m): each finger slides 0..0.04 m."""
-
-Q_HOME: np.ndarray = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
-"""The usual Franka ready pose: elbow up, hand pointing down, fingers along world y."""
-
-FR3_ACCELERATION_LIMITS: np.ndarray = np.array([15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])
-"""Joint acceleration limits (rad/s^2) from the FR3 datasheet; the URDF does not carry them."""
-
-
-def franky_assets_dir() -> Path:
-    """Folder of franky-sim's FR3 assets (URDF, MJCF, meshes), found without importing franky_sim."""
-    spec = importlib.util.find_spec("franky_sim")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("franky_sim is not installed: it ships the FR3 URDF, MJCF and meshes")
-    return Path(next(iter(spec.submodule_search_locations))) / "assets"
-
-
-def _default_urdf() -> Path:
-    return franky_assets_dir() / "fr3.urdf"
-
-
-def _default_mjcf() -> Path | None:
-    return franky_assets_dir() / "fr3.xml"
+from afford_core.robots import DEFAULT_ROBOT, RobotDescription, get_robot
 
 
 def as_pose(pose: np.ndarray, what: str = "pose") -> np.ndarray:
@@ -77,93 +48,131 @@ def se3_from_matrix(pose: np.ndarray) -> pin.SE3:
 
 
 @dataclass
-class FR3ModelConfig:
-    """Where the FR3 description lives and where the robot stands.
+class RobotModelConfig:
+    """Where the robot stands and how far its plans keep from the joint limits.
 
     Attributes:
-        urdf_path: URDF with the arm, the Franka Hand and the ``fr3_hand_tcp`` frame; its
-            ``meshes/...`` paths resolve relative to the URDF's folder.
-        mjcf_path: The simulator's MJCF; its joint ranges tighten the URDF limits. ``None``
-            keeps the URDF limits alone (e.g. for a description without a simulator twin).
-        base_pose: 4x4 pose of the robot base (``fr3_link0``) in the world.
+        base_pose: 4x4 pose of the robot base in the world.
         limit_margin: Radians kept clear of every joint limit, so that tracking error near a
             limit does not trip the controller's own limit check.
+        sim_limits: Also bound the limits by the simulator MJCF's joint ranges.
     """
 
-    urdf_path: Path = field(default_factory=_default_urdf)
-    mjcf_path: Path | None = field(default_factory=_default_mjcf)
     base_pose: np.ndarray = field(default_factory=lambda: np.eye(4))
     limit_margin: float = 0.0
+    sim_limits: bool = True
 
     def __post_init__(self) -> None:
-        self.urdf_path = Path(self.urdf_path)
-        if not self.urdf_path.is_file():
-            raise FileNotFoundError(f"FR3 URDF not found at {self.urdf_path}")
-        if self.mjcf_path is not None:
-            self.mjcf_path = Path(self.mjcf_path)
-            if not self.mjcf_path.is_file():
-                raise FileNotFoundError(f"FR3 MJCF not found at {self.mjcf_path} (pass None to skip it)")
         self.base_pose = as_pose(self.base_pose, "base_pose")
         if not 0.0 <= self.limit_margin < 0.2:
             raise ValueError(f"limit_margin must be in [0, 0.2) rad, got {self.limit_margin}")
 
 
 def _mjcf_joint_ranges(path: Path) -> dict[str, tuple[float, float]]:
-    # MjSpec parses without compiling, so no meshes are loaded just to read seven ranges.
+    # MjSpec parses without compiling, so no meshes are loaded just to read a few ranges.
     import mujoco
 
     spec = mujoco.MjSpec.from_file(str(path))
-    return {j.name: (float(j.range[0]), float(j.range[1])) for j in spec.joints}
+    return {j.name: (float(j.range[0]), float(j.range[1])) for j in spec.joints if j.range[0] < j.range[1]}
 
 
-class FR3Model:
-    """Kinematics of the 7-joint FR3 arm with the Franka Hand.
+def load_full_model(robot: RobotDescription) -> tuple[pin.Model, Path]:
+    """The robot's whole kinematic model (arm and gripper joints) and the file it came from,
+    with the TCP frame added when the file lacks it."""
+    path = Path(robot.kinematics())
+    if not path.is_file():
+        raise FileNotFoundError(f"{robot.name}: kinematic model {path} not found")
+    if path.suffix == ".urdf":
+        model = pin.buildModelFromUrdf(str(path))
+    elif path.suffix == ".xml":
+        model = pin.buildModelFromMJCF(str(path))
+    else:
+        raise ValueError(f"{robot.name}: {path} is neither a URDF (.urdf) nor an MJCF (.xml)")
+    if robot.tcp_from_flange is not None and not model.existFrame(robot.tcp_frame):
+        if not model.existFrame(robot.flange_frame):
+            raise ValueError(f"{robot.name}: {path} has no flange frame {robot.flange_frame!r}")
+        flange = model.frames[model.getFrameId(robot.flange_frame)]
+        offset = np.asarray(robot.tcp_from_flange, dtype=np.float64).reshape(4, 4)
+        placement = flange.placement * se3_from_matrix(offset)
+        model.addFrame(
+            pin.Frame(
+                robot.tcp_frame,
+                flange.parentJoint,
+                model.getFrameId(robot.flange_frame),
+                placement,
+                pin.FrameType.OP_FRAME,
+            )
+        )
+    missing = [n for n in (*robot.arm_joints, *robot.gripper.finger_joints) if not model.existJointName(n)]
+    if missing or not model.existFrame(robot.tcp_frame):
+        raise ValueError(
+            f"{path} is not the {robot.title}: missing joints {missing} or frame {robot.tcp_frame!r}"
+        )
+    return model, path
 
-    ``q`` is always the 7 arm joint angles (rad); the fingers never change the TCP, so the
-    kinematic model locks them. ``full_model`` keeps the 9-joint description (arm + fingers)
-    for the collision module, which needs the finger geometry at a chosen opening.
+
+class RobotModel:
+    """Kinematics of a robot's arm (its gripper locked), from its description.
+
+    ``q`` is always the arm's joint angles (rad), ``nq`` of them; the fingers never change the
+    TCP, so the kinematic model locks them. ``full_model`` keeps the whole description (arm +
+    fingers) for the collision module, which needs the finger geometry at a chosen opening.
     """
 
-    nq: int = 7
-
-    def __init__(self, config: FR3ModelConfig | None = None) -> None:
-        self.config = config or FR3ModelConfig()
-        self.full_model: pin.Model = pin.buildModelFromUrdf(str(self.config.urdf_path))
-        missing = [n for n in (*ARM_JOINTS, *FINGER_JOINTS) if not self.full_model.existJointName(n)]
-        if missing or not self.full_model.existFrame(TCP_FRAME):
-            raise ValueError(
-                f"{self.config.urdf_path} is not an FR3 with hand: missing joints {missing} "
-                f"or frame {TCP_FRAME!r}"
-            )
-        self.finger_joint_ids: list[int] = [self.full_model.getJointId(n) for n in FINGER_JOINTS]
+    def __init__(
+        self, robot: RobotDescription | str = DEFAULT_ROBOT, config: RobotModelConfig | None = None
+    ) -> None:
+        self.robot: RobotDescription = get_robot(robot)
+        self.config = config or RobotModelConfig()
+        self.full_model, self.model_path = load_full_model(self.robot)
+        self.nq: int = self.robot.dof
+        self.finger_joint_ids: list[int] = [
+            self.full_model.getJointId(n) for n in self.robot.gripper.finger_joints
+        ]
+        extra = [
+            self.full_model.getJointId(self.full_model.names[j])
+            for j in range(1, self.full_model.njoints)
+            if self.full_model.names[j] not in self.robot.arm_joints and j not in self.finger_joint_ids
+        ]
+        # Joints neither arm nor finger (none today) would be locked at their neutral value.
+        self._locked_ids = [*self.finger_joint_ids, *extra]
         self.model: pin.Model = pin.buildReducedModel(
-            self.full_model, self.finger_joint_ids, pin.neutral(self.full_model)
+            self.full_model,
+            self._locked_ids,
+            self.full_configuration_unchecked(None, self.robot.gripper.max_width),
         )
+        order = [self.model.getJointId(n) for n in self.robot.arm_joints]
+        if order != list(range(1, self.nq + 1)) or self.model.nq != self.nq:
+            raise ValueError(f"{self.robot.name}: the arm joints must be the model's joints, in order")
         self.data: pin.Data = self.model.createData()
-        self.tcp_frame_id: int = self.model.getFrameId(TCP_FRAME)
+        self.tcp_frame_id: int = self.model.getFrameId(self.robot.tcp_frame)
 
         lower = self.model.lowerPositionLimit.copy()
         upper = self.model.upperPositionLimit.copy()
-        if self.config.mjcf_path is not None:
-            ranges = _mjcf_joint_ranges(self.config.mjcf_path)
-            for i, name in enumerate(ARM_JOINTS):
+        if self.config.sim_limits:
+            ranges = _mjcf_joint_ranges(self.robot.sim.mjcf())
+            for i, name in enumerate(self.robot.sim.arm_joints):
                 if name in ranges:
                     lower[i] = max(lower[i], ranges[name][0])
                     upper[i] = min(upper[i], ranges[name][1])
         self.lower: np.ndarray = lower + self.config.limit_margin
         self.upper: np.ndarray = upper - self.config.limit_margin
-        self.velocity_limits: np.ndarray = self.model.velocityLimit.copy()
-        self.acceleration_limits: np.ndarray = FR3_ACCELERATION_LIMITS.copy()
-        self.q_home: np.ndarray = Q_HOME.copy()
+        self.velocity_limits: np.ndarray = np.asarray(self.robot.velocity_limits, dtype=np.float64)
+        self.acceleration_limits: np.ndarray = np.asarray(self.robot.acceleration_limits, dtype=np.float64)
+        self.q_home: np.ndarray = self.robot.home_array
+        if not self.within_limits(self.q_home):
+            raise ValueError(
+                f"{self.robot.name}: home is outside the joint limits: {self.limit_violations(self.q_home)}"
+            )
 
         self.base_pose: np.ndarray = self.config.base_pose.copy()
         self.base_se3: pin.SE3 = se3_from_matrix(self.base_pose)
         self._base_rot6 = np.kron(np.eye(2), self.base_pose[:3, :3])
 
-        # Any TCP pose is at most this far from the shoulder (joint 2's axis point, fixed in the
-        # base): the chain of rigid links from there to the TCP, straightened out.
+        # Any TCP pose is at most this far from the shoulder (the second joint's origin, fixed in
+        # the base): the chain of rigid links from there to the TCP, straightened out.
         pin.framesForwardKinematics(self.model, self.data, self.q_home)
-        chain = [self.data.oMi[self.model.getJointId(n)].translation for n in ARM_JOINTS[1:]]
+        chain = [self.data.oMi[self.model.getJointId(n)].translation for n in self.robot.arm_joints[1:]]
         chain.append(self.data.oMf[self.tcp_frame_id].translation)
         self._shoulder_base: np.ndarray = chain[0].copy()
         self.reach_bound: float = float(np.linalg.norm(np.diff(chain, axis=0), axis=1).sum())
@@ -200,15 +209,21 @@ class FR3Model:
         return rng.uniform(self.lower, self.upper)
 
     def full_configuration(self, q: np.ndarray, finger_width: float) -> np.ndarray:
-        """9-vector for ``full_model``: the arm angles plus each finger at half the opening."""
+        """Configuration of ``full_model``: the arm angles plus the fingers at ``finger_width``."""
         q = self.check_q(q)
-        if not 0.0 <= finger_width <= MAX_FINGER_WIDTH:
-            raise ValueError(f"finger_width must be in [0, {MAX_FINGER_WIDTH}] m, got {finger_width}")
+        width_max = self.robot.gripper.max_width
+        if not 0.0 <= finger_width <= width_max:
+            raise ValueError(f"finger_width must be in [0, {width_max}] m, got {finger_width}")
+        return self.full_configuration_unchecked(q, finger_width)
+
+    def full_configuration_unchecked(self, q: np.ndarray | None, finger_width: float) -> np.ndarray:
         full = pin.neutral(self.full_model)
-        for i, name in enumerate(ARM_JOINTS):
-            full[self.full_model.idx_qs[self.full_model.getJointId(name)]] = q[i]
-        for jid in self.finger_joint_ids:
-            full[self.full_model.idx_qs[jid]] = finger_width / 2.0
+        if q is not None:
+            for i, name in enumerate(self.robot.arm_joints):
+                full[self.full_model.idx_qs[self.full_model.getJointId(name)]] = q[i]
+        values = self.robot.gripper.finger_positions(finger_width)
+        for jid, v in zip(self.finger_joint_ids, values, strict=True):
+            full[self.full_model.idx_qs[jid]] = v
         return full
 
     # ----------------------------------------------------------------- kinematics
@@ -218,7 +233,7 @@ class FR3Model:
         return pin.updateFramePlacement(self.model, self.data, self.tcp_frame_id).copy()
 
     def tcp_in_base_and_local_jacobian(self, q: np.ndarray) -> tuple[pin.SE3, np.ndarray]:
-        """TCP placement in the base frame and the 6x7 Jacobian expressed in the TCP frame."""
+        """TCP placement in the base frame and the 6 x nq Jacobian expressed in the TCP frame."""
         pin.computeJointJacobians(self.model, self.data, q)
         placement = pin.updateFramePlacement(self.model, self.data, self.tcp_frame_id).copy()
         jac = pin.getFrameJacobian(self.model, self.data, self.tcp_frame_id, pin.LOCAL)
@@ -230,7 +245,7 @@ class FR3Model:
         return self.base_pose @ self.tcp_in_base(q).homogeneous
 
     def jacobian(self, q: np.ndarray) -> np.ndarray:
-        """6x7 TCP Jacobian, rows [linear; angular], both in world axes at the TCP origin.
+        """6 x nq TCP Jacobian, rows [linear; angular], both in world axes at the TCP origin.
 
         ``J @ dq`` is the TCP's world-frame velocity twist (the linear part is the velocity of
         the TCP point itself, not of the world origin).

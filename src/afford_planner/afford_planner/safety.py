@@ -1,12 +1,12 @@
 """Limit checks every command passes before it leaves the executor (DESIGN.md section 8).
 
 The executor is the only component that commands the robot, so this is the last line of
-software defence before a motion reaches the FR3: a trajectory is refused as a whole when any
+software defence before a motion reaches the robot: a trajectory is refused as a whole when any
 sample, or any point between samples, breaks a joint position limit (with a margin), a joint
 velocity limit (from the trajectory's own timing), or a workspace box for the TCP; when it has
 NaN or infinite values or non-increasing times; or when its first point is far from where the
-arm is (which would make the controller jump). A gripper command is checked against the Franka
-Hand's opening and force range.
+arm is (which would make the controller jump). A gripper command is checked against the
+gripper's opening and force range (its description's).
 
 Nothing here commands anything and nothing imports rclpy: the checks are pure functions of the
 trajectory, the current joint state and a :class:`SafetyConfig`, so they are tested directly
@@ -14,9 +14,9 @@ and the executor node stays a thin shell. The checks never alter a trajectory (n
 a command that needs fixing is the planner's job, and silently changing it here would hide a bug
 that could hurt someone on the real arm.
 
-Joint position and velocity limits come from :class:`~afford_planner.robot_model.FR3Model`
-(the URDF's FR3 datasheet velocity limits and the intersection of the URDF's and the simulator's
-position ranges), so the numbers live in one place.
+Joint position and velocity limits come from :class:`~afford_planner.robot_model.RobotModel`
+(the robot description's datasheet velocity limits and the intersection of the kinematic model's
+and the simulator's position ranges), so the numbers live in one place.
 """
 
 from __future__ import annotations
@@ -26,14 +26,10 @@ from typing import Literal
 
 import numpy as np
 
-from afford_planner.robot_model import MAX_FINGER_WIDTH, FR3Model
+from afford_planner.robot_model import RobotModel
 
 CheckName = Literal["", "shape", "finite", "time", "start", "joint_limit", "velocity", "workspace", "gripper"]
 """Which check refused a command; empty when it passed."""
-
-MAX_GRASP_FORCE = 70.0
-"""Largest continuous grasp force of the Franka Hand (N), from its datasheet."""
-
 
 def _vec3(value: tuple[float, ...] | list[float] | np.ndarray, what: str) -> tuple[float, float, float]:
     arr = np.asarray(value, dtype=np.float64)
@@ -49,9 +45,9 @@ class SafetyConfig:
     Attributes:
         joint_margin: Radians every joint must stay inside its position limits, so tracking
             error near a limit never trips the controller's own limit reflex.
-        velocity_fraction: Largest fraction of the FR3's joint velocity limits that a
+        velocity_fraction: Largest fraction of the robot's joint velocity limits that a
             trajectory's timing may ask for (finite differences between consecutive samples).
-        workspace_min: Lower corner (x, y, z) of the box, in the robot base frame ``fr3_link0``
+        workspace_min: Lower corner (x, y, z) of the box, in the robot base frame
             (m), the TCP must stay in along the whole trajectory. The default floor z = 0 is the
             table top the robot stands on: the TCP (between the fingertips) below it is a crash.
         workspace_max: Upper corner (x, y, z) of that box (m).
@@ -61,8 +57,10 @@ class SafetyConfig:
             whose TCP is checked against the workspace box; a sparse trajectory is
             interpolated linearly (as the executor follows it) so no stretch goes unchecked.
         max_points: Most samples a trajectory may have, bounding the cost of the checks.
-        max_gripper_width: Widest opening the gripper may be commanded to (m).
-        max_grasp_force: Largest grasp force that may be commanded (N).
+        max_gripper_width: Widest opening the gripper may be commanded to (m); ``None``: the
+            gripper's largest. A value above the gripper's is refused by the checker.
+        max_grasp_force: Largest grasp force that may be commanded (N); ``None``: the gripper's
+            continuous maximum. A value above it is refused by the checker.
     """
 
     joint_margin: float = 0.05
@@ -72,8 +70,8 @@ class SafetyConfig:
     max_start_deviation: float = 0.05
     interpolation_step: float = 0.05
     max_points: int = 100_000
-    max_gripper_width: float = MAX_FINGER_WIDTH
-    max_grasp_force: float = MAX_GRASP_FORCE
+    max_gripper_width: float | None = None
+    max_grasp_force: float | None = None
     _lo: np.ndarray = field(init=False, repr=False)
     _hi: np.ndarray = field(init=False, repr=False)
 
@@ -97,14 +95,10 @@ class SafetyConfig:
             raise ValueError(f"interpolation_step must be in (0, 0.2] rad, got {self.interpolation_step}")
         if self.max_points < 1:
             raise ValueError(f"max_points must be >= 1, got {self.max_points}")
-        if not 0.0 < self.max_gripper_width <= MAX_FINGER_WIDTH:
-            raise ValueError(
-                f"max_gripper_width must be in (0, {MAX_FINGER_WIDTH}] m, got {self.max_gripper_width}"
-            )
-        if not 0.0 < self.max_grasp_force <= MAX_GRASP_FORCE:
-            raise ValueError(
-                f"max_grasp_force must be in (0, {MAX_GRASP_FORCE}] N, got {self.max_grasp_force}"
-            )
+        if self.max_gripper_width is not None and not self.max_gripper_width > 0.0:
+            raise ValueError(f"max_gripper_width must be positive, got {self.max_gripper_width}")
+        if self.max_grasp_force is not None and not self.max_grasp_force > 0.0:
+            raise ValueError(f"max_grasp_force must be positive, got {self.max_grasp_force}")
 
 
 @dataclass(frozen=True)
@@ -131,11 +125,26 @@ class SafetyResult:
 
 
 class SafetyChecker:
-    """Runs the limit checks of a :class:`SafetyConfig` against the FR3's kinematics."""
+    """Runs the limit checks of a :class:`SafetyConfig` against a robot's kinematics.
 
-    def __init__(self, config: SafetyConfig | None = None, model: FR3Model | None = None) -> None:
+    Raises:
+        ValueError: the config allows a gripper width or force beyond the gripper's own.
+    """
+
+    def __init__(self, config: SafetyConfig | None = None, model: RobotModel | None = None) -> None:
         self.config = config or SafetyConfig()
-        self.model = model or FR3Model()
+        self.model = model or RobotModel()
+        gripper = self.model.robot.gripper
+        width, force = self.config.max_gripper_width, self.config.max_grasp_force
+        if width is not None and width > gripper.max_width:
+            raise ValueError(f"max_gripper_width must be in (0, {gripper.max_width}] m "
+                             f"(the {gripper.name}'s), got {width}")
+        if force is not None and force > gripper.max_force:
+            raise ValueError(f"max_grasp_force must be in (0, {gripper.max_force:g}] N "
+                             f"(the {gripper.name}'s), got {force}")
+        #: The gripper limits in force: the config's, or the gripper's own.
+        self.max_gripper_width: float = gripper.max_width if width is None else width
+        self.max_grasp_force: float = gripper.max_force if force is None else force
         margin = self.config.joint_margin
         self.lower: np.ndarray = self.model.lower + margin
         self.upper: np.ndarray = self.model.upper - margin
@@ -153,9 +162,9 @@ class SafetyChecker:
 
         Args:
             times: (T,) seconds from the start of the motion, strictly increasing, >= 0.
-            positions: (T, 7) arm joint angles (rad).
-            q_current: (7,) measured joint angles now.
-            velocities: Optional (T, 7) joint velocities the trajectory carries; checked too.
+            positions: (T, nq) arm joint angles (rad).
+            q_current: (nq,) measured joint angles now.
+            velocities: Optional (T, nq) joint velocities the trajectory carries; checked too.
         """
         cfg = self.config
         t = np.asarray(times, dtype=np.float64)
@@ -244,24 +253,23 @@ class SafetyChecker:
                         "workspace",
                         f"TCP at ({p[0]:.3f}, {p[1]:.3f}, {p[2]:.3f}) m on the way to point {k - 1} leaves "
                         f"the workspace box {tuple(round(float(x), 3) for x in lo)}.."
-                        f"{tuple(round(float(x), 3) for x in hi)} m in fr3_link0",
+                        f"{tuple(round(float(x), 3) for x in hi)} m in {self.model.robot.base_link}",
                     )
         return SafetyResult.passed()
 
     # ------------------------------------------------------------------ gripper
     def check_gripper(self, command: str, width: float, force: float) -> SafetyResult:
         """Check a gripper command: ``open`` to ``width``, or ``grasp`` at ``width`` with ``force``."""
-        cfg = self.config
         if command not in ("open", "grasp"):
             return SafetyResult.refused("gripper", f"unknown gripper command {command!r} (open or grasp)")
         if not (np.isfinite(width) and np.isfinite(force)):
             return SafetyResult.refused("finite", f"width {width} and force {force} must be finite")
-        if not 0.0 <= width <= cfg.max_gripper_width:
+        if not 0.0 <= width <= self.max_gripper_width:
             return SafetyResult.refused(
-                "gripper", f"width {width:.4f} m is outside [0, {cfg.max_gripper_width:.3f}] m"
+                "gripper", f"width {width:.4f} m is outside [0, {self.max_gripper_width:.3f}] m"
             )
-        if command == "grasp" and not 0.0 < force <= cfg.max_grasp_force:
+        if command == "grasp" and not 0.0 < force <= self.max_grasp_force:
             return SafetyResult.refused(
-                "gripper", f"grasp force {force:.1f} N is outside (0, {cfg.max_grasp_force:.0f}] N"
+                "gripper", f"grasp force {force:.1f} N is outside (0, {self.max_grasp_force:.0f}] N"
             )
         return SafetyResult.passed()

@@ -43,8 +43,8 @@ from typing import Literal
 
 import numpy as np
 
+from afford_core.grasp import GraspCandidate
 from afford_planner.terms import FEASIBILITY_TERMS
-from afford_planner.types import GraspCandidate
 
 Level = Literal["L1", "L2", "L3", "L4"]
 Combination = Literal["weighted_sum", "product"]

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError, cKDTree
 
-from afford_perception.ontology import CATEGORIES
-from afford_perception.types import Intent, NextAction
+from afford_core.grasp import GraspCandidate
+from afford_core.ontology import CATEGORIES
+from afford_core.types import Intent, NextAction
 from afford_planner.terms import GripperGeometry, gripper_distance, points_to_segments_distance
-from afford_planner.types import GraspCandidate
 
 _UP = np.array([0.0, 0.0, 1.0])
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.spatial import cKDTree
 
-from afford_planner.types import GraspCandidate
+from afford_core.grasp import GraspCandidate
+from afford_core.robots import DEFAULT_ROBOT, GripperDescription, get_robot
 
 # Keys this module writes into GraspCandidate.terms.
 FEASIBILITY_TERMS: tuple[str, ...] = ("reach", "approach", "clearance")
@@ -54,7 +55,7 @@ def _points(value: np.ndarray | None, name: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class GripperGeometry:
-    """Line-segment skeleton of the Franka Hand, in the gripper frame (metres).
+    """Line-segment skeleton of the hand, in the gripper frame (metres).
 
     The skeleton is what clearance and keep-clear distances are measured from:
 
@@ -66,16 +67,16 @@ class GripperGeometry:
     this thin skeleton stands in for the fingers' and hand's real thickness.
 
     Attributes:
-        palm_offset: Distance from the TCP back to the palm centre along -z. The default is the
-            Franka Hand's flange-to-TCP offset, 0.1034 m: the back of the hand body.
-        finger_length: Distance from the TCP back to the finger bases along -z. The finger
-            joints sit 0.0584 m in front of the flange, so 0.1034 - 0.0584 = 0.045 m.
+        palm_offset: Distance from the TCP back to the palm centre along -z; default the
+            reference robot's gripper's (``GripperDescription.palm_offset``).
+        finger_length: Distance from the TCP back to the finger bases along -z; default the
+            reference robot's gripper's.
         hand_half_width: Half-span of the palm face along y. 0 keeps the palm face between the
-            finger bases only; 0.1 models the full ~0.2 m Franka Hand body.
+            finger bases only; 0.1 models a full ~0.2 m hand body.
     """
 
-    palm_offset: float = 0.1034
-    finger_length: float = 0.045
+    palm_offset: float = field(default_factory=lambda: _gripper().palm_offset)
+    finger_length: float = field(default_factory=lambda: _gripper().finger_length)
     hand_half_width: float = 0.0
 
     def __post_init__(self) -> None:
@@ -317,3 +318,14 @@ def fill_terms(
         cand.terms["feasibility"] = feasibility(cand.terms)
         cand.terms["function"] = function_term(cand, region_tree, config)
     return list(cands)
+
+
+def _gripper() -> GripperDescription:
+    """The reference robot's gripper: where the skeleton's defaults come from."""
+    return get_robot(DEFAULT_ROBOT).gripper
+
+
+def gripper_geometry(gripper: GripperDescription, hand_half_width: float = 0.0) -> GripperGeometry:
+    """The skeleton of ``gripper`` (its palm offset and finger length)."""
+    return GripperGeometry(palm_offset=gripper.palm_offset, finger_length=gripper.finger_length,
+                           hand_half_width=hand_half_width)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from afford_perception.types import ObjectCloud
+from afford_core.types import ObjectCloud
 from afford_planner.candidates import (
     AxisGraspConfig,
     Stage1Config,
@@ -230,7 +230,7 @@ def test_stage1_rejects_degenerate_inputs() -> None:
         {"tilt_deg": 0.0},
         {"bandwidth": 0.0},
         {"kernel": "epanechnikov"},
-        {"max_width": 0.1},
+        {"max_width": 0.5},
         {"depth_fraction": 1.5},
         {"line_radius": 0.05},
     ],

@@ -11,10 +11,11 @@ import mujoco
 import numpy as np
 import pytest
 
-from afford_planner.collision import NEVER_COLLIDING, CollisionConfig, CollisionWorld
+from afford_core.robots.fr3 import franky_assets_dir
+from afford_planner.collision import CollisionConfig, CollisionWorld
 from afford_planner.ik import IKConfig, solve_ik
 from afford_planner.motion import MotionPlanner, PlannerConfig, path_length
-from afford_planner.robot_model import FR3Model, FR3ModelConfig, franky_assets_dir
+from afford_planner.robot_model import RobotModel, RobotModelConfig
 
 TCP_OFFSET = 0.1034  # m along the MuJoCo hand body's z
 
@@ -26,8 +27,8 @@ def translation(x: float, y: float, z: float) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def robot() -> FR3Model:
-    return FR3Model()
+def robot() -> RobotModel:
+    return RobotModel()
 
 
 @pytest.fixture(scope="module")
@@ -39,14 +40,14 @@ def mj() -> tuple[mujoco.MjModel, mujoco.MjData]:
     return model, mujoco.MjData(model)
 
 
-def top_down(robot: FR3Model, x: float, y: float, z: float) -> np.ndarray:
+def top_down(robot: RobotModel, x: float, y: float, z: float) -> np.ndarray:
     """TCP pose at (x, y, z) with the hand pointing down as at the home pose."""
     pose = robot.fk(robot.q_home)
     pose[:3, 3] = [x, y, z]
     return pose
 
 
-def wall_world(robot: FR3Model, padding: float = 0.005) -> CollisionWorld:
+def wall_world(robot: RobotModel, padding: float = 0.005) -> CollisionWorld:
     """Table top at z = 0 and a 50 cm high divider across it at y = 0."""
     world = CollisionWorld(robot, CollisionConfig(padding=padding))
     world.add_box("table", [1.0, 1.2, 0.04], translation(0.5, 0.0, -0.02))
@@ -54,7 +55,7 @@ def wall_world(robot: FR3Model, padding: float = 0.005) -> CollisionWorld:
     return world
 
 
-def wall_sides(robot: FR3Model) -> tuple[np.ndarray, np.ndarray]:
+def wall_sides(robot: RobotModel) -> tuple[np.ndarray, np.ndarray]:
     q_left = solve_ik(robot, top_down(robot, 0.5, 0.25, 0.15), robot.q_home).q
     q_right = solve_ik(robot, top_down(robot, 0.5, -0.25, 0.15), robot.q_home).q
     assert q_left is not None and q_right is not None
@@ -71,7 +72,7 @@ def assert_path_clear(world: CollisionWorld, waypoints: np.ndarray, step: float 
 
 
 # --------------------------------------------------------------------------- kinematics
-def test_fk_matches_mujoco(robot: FR3Model, mj: tuple[mujoco.MjModel, mujoco.MjData]) -> None:
+def test_fk_matches_mujoco(robot: RobotModel, mj: tuple[mujoco.MjModel, mujoco.MjData]) -> None:
     """The simulator executes in MuJoCo; a TCP that disagrees with it misplaces every grasp."""
     model, data = mj
     hand = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "hand")
@@ -87,7 +88,7 @@ def test_fk_matches_mujoco(robot: FR3Model, mj: tuple[mujoco.MjModel, mujoco.MjD
         np.testing.assert_allclose(tcp[:3, :3], rot, atol=1e-6)
 
 
-def test_joint_limits_are_the_simulators(robot: FR3Model, mj: tuple[mujoco.MjModel, mujoco.MjData]) -> None:
+def test_joint_limits_are_the_simulators(robot: RobotModel, mj: tuple[mujoco.MjModel, mujoco.MjData]) -> None:
     """A plan inside the URDF's wider limits could drive a simulated joint into its stop."""
     model, _ = mj
     np.testing.assert_allclose(robot.lower, model.jnt_range[:7, 0])
@@ -95,17 +96,17 @@ def test_joint_limits_are_the_simulators(robot: FR3Model, mj: tuple[mujoco.MjMod
     np.testing.assert_allclose(robot.velocity_limits, [2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26])
 
 
-def test_base_pose_moves_fk_and_jacobian(robot: FR3Model) -> None:
+def test_base_pose_moves_fk_and_jacobian(robot: RobotModel) -> None:
     """A robot mounted elsewhere must report TCP poses and velocities in the world frame."""
     base = translation(0.2, -0.1, 0.75)
     base[:3, :3] = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
-    moved = FR3Model(FR3ModelConfig(base_pose=base))
+    moved = RobotModel(config=RobotModelConfig(base_pose=base))
     q = robot.q_home + 0.1
     np.testing.assert_allclose(moved.fk(q), base @ robot.fk(q), atol=1e-12)
     np.testing.assert_allclose(moved.jacobian(q)[:3], base[:3, :3] @ robot.jacobian(q)[:3], atol=1e-12)
 
 
-def test_jacobian_matches_finite_differences(robot: FR3Model) -> None:
+def test_jacobian_matches_finite_differences(robot: RobotModel) -> None:
     """IK and Cartesian paths step along the Jacobian; a wrong frame convention diverges."""
     q = robot.q_home + np.array([0.2, -0.1, 0.3, 0.2, -0.4, 0.1, 0.5])
     jac = robot.jacobian(q)
@@ -122,7 +123,7 @@ def test_jacobian_matches_finite_differences(robot: FR3Model) -> None:
 
 
 # --------------------------------------------------------------------------- IK
-def test_ik_round_trips_reachable_poses(robot: FR3Model) -> None:
+def test_ik_round_trips_reachable_poses(robot: RobotModel) -> None:
     """Grasp poses come from FK-reachable space; IK must find them from the home seed."""
     rng = np.random.default_rng(3)
     config = IKConfig()
@@ -137,7 +138,7 @@ def test_ik_round_trips_reachable_poses(robot: FR3Model) -> None:
         assert math.degrees(math.acos(min(1.0, cos))) <= config.orientation_tolerance_deg
 
 
-def test_ik_prefers_the_seed_branch(robot: FR3Model) -> None:
+def test_ik_prefers_the_seed_branch(robot: RobotModel) -> None:
     """A solution near the current joints keeps the follow-up motion short and predictable."""
     q_true = robot.q_home + np.array([0.3, 0.2, -0.2, 0.3, 0.1, -0.2, 0.4])
     result = solve_ik(robot, robot.fk(q_true), q_true + 0.03)
@@ -145,7 +146,7 @@ def test_ik_prefers_the_seed_branch(robot: FR3Model) -> None:
     assert np.linalg.norm(result.q - q_true) < 0.15
 
 
-def test_ik_refuses_unreachable_pose_without_iterating(robot: FR3Model) -> None:
+def test_ik_refuses_unreachable_pose_without_iterating(robot: RobotModel) -> None:
     """An out-of-reach grasp must fail fast and say why, not burn the restart budget."""
     result = solve_ik(robot, top_down(robot, 1.5, 0.0, 0.3), robot.q_home)
     assert not result.success and result.q is None
@@ -154,7 +155,7 @@ def test_ik_refuses_unreachable_pose_without_iterating(robot: FR3Model) -> None:
 
 
 # --------------------------------------------------------------------------- collision
-def test_box_through_the_arm_collides_and_clear_box_does_not(robot: FR3Model) -> None:
+def test_box_through_the_arm_collides_and_clear_box_does_not(robot: RobotModel) -> None:
     """The basic contract of the collision checker, in both directions."""
     world = CollisionWorld(robot)
     tcp = robot.fk(robot.q_home)[:3, 3]
@@ -170,7 +171,7 @@ def test_box_through_the_arm_collides_and_clear_box_does_not(robot: FR3Model) ->
     assert world.min_distance(robot.q_home) > 0.0
 
 
-def test_allow_ignores_only_the_named_links(robot: FR3Model) -> None:
+def test_allow_ignores_only_the_named_links(robot: RobotModel) -> None:
     """During the final approach the fingers may touch the target, the forearm may not."""
     world = CollisionWorld(robot)
     tcp = robot.fk(robot.q_home)[:3, 3]
@@ -195,7 +196,7 @@ def test_allow_ignores_only_the_named_links(robot: FR3Model) -> None:
         world.allow("ghost")
 
 
-def test_finger_width_changes_finger_geometry(robot: FR3Model) -> None:
+def test_finger_width_changes_finger_geometry(robot: RobotModel) -> None:
     """A thin post between the fingers is clear when the hand is open and hit when closed."""
     world = CollisionWorld(robot, CollisionConfig(padding=0.0))
     world.add_box("post", [0.02, 0.02, 0.02], translation(*robot.fk(robot.q_home)[:3, 3]))
@@ -205,7 +206,9 @@ def test_finger_width_changes_finger_geometry(robot: FR3Model) -> None:
     assert world.in_collision(robot.q_home)
 
 
-def test_self_collision_agrees_with_mujoco(robot: FR3Model, mj: tuple[mujoco.MjModel, mujoco.MjData]) -> None:
+def test_self_collision_agrees_with_mujoco(
+    robot: RobotModel, mj: tuple[mujoco.MjModel, mujoco.MjData]
+) -> None:
     """Folding the hand into the shoulder must be caught, exactly where the simulator sees contact."""
     model, data = mj
     world = CollisionWorld(robot, CollisionConfig(finger_width=0.08))
@@ -225,17 +228,17 @@ def test_self_collision_agrees_with_mujoco(robot: FR3Model, mj: tuple[mujoco.MjM
     assert not disagreements, f"{len(disagreements)} configurations disagree, e.g. {disagreements[0]}"
 
 
-def test_never_colliding_pairs_stay_apart(robot: FR3Model) -> None:
+def test_never_colliding_pairs_stay_apart(robot: RobotModel) -> None:
     """Pairs skipped for speed must really be unable to touch inside the joint limits."""
     audit = CollisionWorld(robot, CollisionConfig(self_padding=0.01, skip_never_colliding=False))
     rng = np.random.default_rng(2024)
     for _ in range(600):
         q = robot.random_configuration(rng)
         close = [frozenset(p) for p in audit.colliding_pairs(q)]
-        assert not NEVER_COLLIDING.intersection(close), f"skipped pair within 1 cm at {q}"
+        assert not robot.robot.never_colliding.intersection(close), f"skipped pair within 1 cm at {q}"
 
 
-def test_point_cloud_blocks_like_the_box(robot: FR3Model) -> None:
+def test_point_cloud_blocks_like_the_box(robot: RobotModel) -> None:
     """A wall seen only as depth points must stop the arm as the modelled wall does."""
     boxed = wall_world(robot, padding=0.0)
     clouded = CollisionWorld(robot)
@@ -258,7 +261,7 @@ def test_point_cloud_blocks_like_the_box(robot: FR3Model) -> None:
 
 
 # --------------------------------------------------------------------------- planning
-def test_plan_goes_around_the_wall(robot: FR3Model) -> None:
+def test_plan_goes_around_the_wall(robot: RobotModel) -> None:
     """The planned path must be collision-free everywhere, not only at its waypoints."""
     world = wall_world(robot)
     planner = MotionPlanner(robot, world, PlannerConfig(seed=5))
@@ -280,7 +283,7 @@ def test_plan_goes_around_the_wall(robot: FR3Model) -> None:
     np.testing.assert_array_equal(again.waypoints, result.waypoints)
 
 
-def test_plan_refuses_goal_in_obstacle_without_planning(robot: FR3Model) -> None:
+def test_plan_refuses_goal_in_obstacle_without_planning(robot: RobotModel) -> None:
     """A goal inside an obstacle can never be reached; say so at once with the touching pair."""
     world = wall_world(robot)
     planner = MotionPlanner(robot, world)
@@ -296,7 +299,7 @@ def test_plan_refuses_goal_in_obstacle_without_planning(robot: FR3Model) -> None
     assert not posed.success and "wall" in posed.reason
 
 
-def test_plan_refuses_unreachable_pose_and_bad_joints(robot: FR3Model) -> None:
+def test_plan_refuses_unreachable_pose_and_bad_joints(robot: RobotModel) -> None:
     """Out-of-reach or out-of-limit goals are refused up front with a usable reason."""
     planner = MotionPlanner(robot, wall_world(robot))
     q_left, _ = wall_sides(robot)
@@ -310,7 +313,7 @@ def test_plan_refuses_unreachable_pose_and_bad_joints(robot: FR3Model) -> None:
     assert not result.success and "joint 4" in result.reason
 
 
-def test_plan_to_pose_reaches_the_pose(robot: FR3Model) -> None:
+def test_plan_to_pose_reaches_the_pose(robot: RobotModel) -> None:
     """The end of a pose plan must put the TCP where the grasp asked for it."""
     planner = MotionPlanner(robot, wall_world(robot))
     q_left, _ = wall_sides(robot)
@@ -322,7 +325,7 @@ def test_plan_to_pose_reaches_the_pose(robot: FR3Model) -> None:
 
 
 # --------------------------------------------------------------------------- Cartesian paths
-def test_cartesian_path_follows_the_line(robot: FR3Model) -> None:
+def test_cartesian_path_follows_the_line(robot: RobotModel) -> None:
     """A final approach that bows off the line would push the object before grasping it."""
     planner = MotionPlanner(robot, wall_world(robot))
     q_left, _ = wall_sides(robot)
@@ -342,7 +345,7 @@ def test_cartesian_path_follows_the_line(robot: FR3Model) -> None:
     assert np.linalg.norm(robot.fk(result.waypoints[-1])[:3, 3] - goal[:3, 3]) < 1e-3
 
 
-def test_cartesian_path_stops_at_obstacle_and_at_reach(robot: FR3Model) -> None:
+def test_cartesian_path_stops_at_obstacle_and_at_reach(robot: RobotModel) -> None:
     """A blocked lift or pull must fail cleanly, saying where and what blocks it."""
     world = CollisionWorld(robot)
     world.add_box("table", [1.0, 1.2, 0.04], translation(0.5, 0.0, -0.02))
@@ -365,7 +368,7 @@ def test_cartesian_path_stops_at_obstacle_and_at_reach(robot: FR3Model) -> None:
 
 
 # --------------------------------------------------------------------------- timing
-def test_time_parameterization_respects_velocity_limits(robot: FR3Model) -> None:
+def test_time_parameterization_respects_velocity_limits(robot: RobotModel) -> None:
     """The FR3 faults on any joint above its velocity limit; the scaled limit must hold."""
     planner = MotionPlanner(robot, CollisionWorld(robot))
     waypoints = np.array(
@@ -396,8 +399,8 @@ def test_time_parameterization_respects_velocity_limits(robot: FR3Model) -> None
         (lambda: PlannerConfig(seed=0), "seed"),
         (lambda: PlannerConfig(collision_step=0.5), "collision_step"),
         (lambda: IKConfig(position_tolerance=-1.0), "position_tolerance"),
-        (lambda: CollisionConfig(finger_width=0.1), "finger_width"),
-        (lambda: FR3ModelConfig(base_pose=np.ones((4, 4))), "base_pose"),
+        (lambda: CollisionConfig(finger_width=0.5), "finger_width"),
+        (lambda: RobotModelConfig(base_pose=np.ones((4, 4))), "base_pose"),
     ],
 )
 def test_configs_reject_bad_values(factory: object, message: str) -> None:

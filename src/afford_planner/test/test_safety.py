@@ -5,17 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from afford_planner.robot_model import Q_HOME, FR3Model
+from afford_core.robots import get_robot
+from afford_planner.robot_model import RobotModel
 from afford_planner.safety import SafetyChecker, SafetyConfig
 
-
-@pytest.fixture(scope="module")
-def model() -> FR3Model:
-    return FR3Model()
+Q_HOME = get_robot("fr3").home_array
 
 
 @pytest.fixture(scope="module")
-def checker(model: FR3Model) -> SafetyChecker:
+def model() -> RobotModel:
+    return RobotModel()
+
+
+@pytest.fixture(scope="module")
+def checker(model: RobotModel) -> SafetyChecker:
     return SafetyChecker(SafetyConfig(), model)
 
 
@@ -68,7 +71,7 @@ def test_first_point_far_from_current_state_is_refused(checker: SafetyChecker) -
     assert result.check == "start" and "joint 3" in result.message
 
 
-def test_joint_limit_margin_is_enforced(checker: SafetyChecker, model: FR3Model) -> None:
+def test_joint_limit_margin_is_enforced(checker: SafetyChecker, model: RobotModel) -> None:
     """A target inside the mechanical limit but inside the margin is still refused: tracking
     error near a limit trips the FR3's own reflex mid-motion, which is worse than refusing."""
     goal = Q_HOME.copy()
@@ -82,7 +85,7 @@ def test_joint_limit_margin_is_enforced(checker: SafetyChecker, model: FR3Model)
     assert ok.check_trajectory(t, q, Q_HOME).ok
 
 
-def test_velocity_from_timing_is_enforced(checker: SafetyChecker, model: FR3Model) -> None:
+def test_velocity_from_timing_is_enforced(checker: SafetyChecker, model: RobotModel) -> None:
     """The same path is refused when timed too fast for the FR3's joint speed limits."""
     goal = Q_HOME + np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
     t, q = _ramp(Q_HOME, goal, 0.5)  # peak ~3.1 rad/s on joint 1 (limit 2.62)
@@ -107,7 +110,7 @@ def test_single_point_uses_time_from_current_state(checker: SafetyChecker) -> No
     assert checker.check_trajectory(np.array([0.01]), goal[None], Q_HOME).check == "velocity"
 
 
-def test_workspace_box_on_samples(checker: SafetyChecker, model: FR3Model) -> None:
+def test_workspace_box_on_samples(checker: SafetyChecker, model: RobotModel) -> None:
     """Driving the TCP below the table plane is refused, though every joint is in its limits."""
     down = Q_HOME.copy()
     down[1] += 1.4  # leans the arm forward and down into the table
@@ -119,7 +122,7 @@ def test_workspace_box_on_samples(checker: SafetyChecker, model: FR3Model) -> No
     assert result.check == "workspace" and "fr3_link0" in result.message
 
 
-def test_workspace_box_between_sparse_samples(model: FR3Model) -> None:
+def test_workspace_box_between_sparse_samples(model: RobotModel) -> None:
     """Two samples inside the box whose joint-space line swings the TCP out of it are refused:
     the executor interpolates between samples, so the checks must too."""
     config = SafetyConfig(workspace_min=(0.0, -0.6, 0.0), workspace_max=(0.28, 0.6, 0.9))
@@ -162,11 +165,25 @@ def test_gripper_command_checks(checker: SafetyChecker) -> None:
         {"workspace_max": (float("nan"), 1.0, 1.0)},
         {"max_start_deviation": 0.0},
         {"interpolation_step": 0.5},
-        {"max_gripper_width": 0.1},
-        {"max_grasp_force": 100.0},
+        {"max_gripper_width": 0.0},
+        {"max_grasp_force": -1.0},
     ],
 )
 def test_config_validation(kwargs: dict[str, object]) -> None:
     """A mistyped limit in a parameter file must fail at start-up, not weaken the checks silently."""
     with pytest.raises(ValueError):
         SafetyConfig(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"max_gripper_width": 0.1}, "max_gripper_width must be in"),
+                                                ({"max_grasp_force": 100.0}, "max_grasp_force must be in")])
+def test_gripper_limits_beyond_the_hand_are_refused(
+    model: RobotModel, kwargs: dict[str, float], match: str
+) -> None:
+    """A config may tighten the gripper's limits, never widen them past the hardware's."""
+    with pytest.raises(ValueError, match=match):
+        SafetyChecker(SafetyConfig(**kwargs), model)
+    tight = SafetyChecker(SafetyConfig(max_gripper_width=0.05, max_grasp_force=30.0), model)
+    assert tight.check_gripper("open", 0.06, 0.0).check == "gripper"
+    assert tight.check_gripper("grasp", 0.02, 31.0).check == "gripper"
+    assert tight.check_gripper("grasp", 0.02, 29.0).ok

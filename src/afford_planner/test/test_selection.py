@@ -7,7 +7,8 @@ import copy
 import numpy as np
 import pytest
 
-from afford_perception.types import Intent, NextAction, ObjectCloud
+from afford_core.grasp import GraspCandidate
+from afford_core.types import Intent, NextAction, ObjectCloud
 from afford_planner.candidates import Stage1Config, index_candidates, sample_affordance_grasps
 from afford_planner.selection import (
     SelectionConfig,
@@ -33,7 +34,6 @@ from afford_planner.terms import (
     function_term,
     reach_term,
 )
-from afford_planner.types import GraspCandidate
 
 DOWN = np.array([0.0, 0.0, -1.0])
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from afford_planner.skills import HeldObject, SkillConfig, _axis_xy, _rotated_about, _translated
+from afford_planner.skills.motions import HeldObject, SkillConfig, _axis_xy, _rotated_about, _translated
 
 
 def _pose(rotvec: tuple[float, float, float], xyz: tuple[float, float, float]) -> np.ndarray:

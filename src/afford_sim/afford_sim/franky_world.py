@@ -50,26 +50,19 @@ from franky_sim import SimulationServer
 from franky_sim.constants import FRANKA_HAND_FORCE_LIMIT, FRANKA_HAND_MAX_WIDTH, FRANKA_HAND_VELOCITY_LIMIT
 from franky_sim.mujoco_simulator import FrankaMujocoRobot, MujocoSimulator
 
-from afford_sim.mjcf import (
-    ARM_JOINTS,
-    FINGER_BODIES,
-    FINGER_JOINTS,
-    HAND_BODY,
-    TCP_OFFSET,
-    TCP_SITE,
-    ModelConfig,
-    add_camera,
-    add_object,
-    add_table,
-)
+from afford_core.robots import get_robot
+from afford_sim.mjcf import TCP_SITE, ModelConfig, add_camera, add_object, add_table
+from afford_sim.robots.fr3 import FINGER_FRICTIONLOSS
 from afford_sim.scene import CameraSpec, PlacedScene, sample_scene
-from afford_sim.tasks import Check, Task, task_for
+from afford_sim.tasks import Check, Task, get_task
 from afford_sim.world import BatchWorld, WorldConfig
 
 log = logging.getLogger(__name__)
 
 ROBOT_PREFIX = "robot0_"
 """franky-sim prefixes the names of its first robot's bodies, joints and actuators with this."""
+FR3 = get_robot("fr3")
+"""franky-sim simulates the FR3 alone: its description names the model's joints and bodies."""
 SIM_TIMESTEP = 0.001
 """franky-sim's physics step (s); it sets it in ``MujocoSimulator._start`` whatever the XML says."""
 StateSink = Callable[[float, np.ndarray], None]
@@ -210,18 +203,16 @@ class SceneSimulator(MujocoSimulator):
 # The scene.
 
 
-def scene_for(sentence: str, seed: int) -> tuple[Task, PlacedScene]:
-    """The task a sentence asks for and its placed scene, as the spine builds them.
+def scene_for(task_id: str, seed: int) -> tuple[Task, PlacedScene]:
+    """The task ``task_id`` and its placed scene for ``seed``, as the spine builds them.
 
     Raises:
-        afford_perception.parser.TaskParseError: the sentence cannot be understood.
-        ValueError: no task covers it, or its scene cannot be placed.
+        KeyError: no task has that id (the message lists them).
+        ValueError: a negative seed, or the scene cannot be placed.
     """
-    from afford_perception.parser import parse
-
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
-    task = task_for(parse(sentence))
+    task = get_task(task_id)
     return task, sample_scene(task.scene(seed), seed=seed)
 
 
@@ -255,8 +246,12 @@ def _rename_robot_geoms(worldbody: ET.Element) -> None:
     """Name the robot's geoms ``robot/{body}/{i}`` as the batch world does, so contact queries
     (``robot/left_finger``) and segmentation labels mean the same in both worlds."""
 
+    roles = {b: "left_finger" for b in FR3.sim.left_finger_bodies}
+    roles.update({b: "right_finger" for b in FR3.sim.right_finger_bodies})
+
     def visit(body: ET.Element) -> None:
         name = body.attrib.get("name", "").removeprefix(ROBOT_PREFIX)
+        name = roles.get(name, name)
         k = 0
         for child in body:
             if child.tag == "geom":
@@ -287,9 +282,10 @@ def build_scene_tree(
     _rename_robot_geoms(worldbody)
     for body in worldbody.iter("body"):
         name = body.attrib.get("name", "")
-        if name == ROBOT_PREFIX + HAND_BODY:
-            ET.SubElement(body, "site", name=TCP_SITE, pos=f"0 0 {TCP_OFFSET}", size="0.005", group="4")
-        if name.removeprefix(ROBOT_PREFIX) in FINGER_BODIES:
+        if name == ROBOT_PREFIX + FR3.sim.hand_body:
+            tcp = FR3.sim.tcp_matrix[:3, 3]
+            ET.SubElement(body, "site", name=TCP_SITE, pos=" ".join(map(str, tcp)), size="0.005", group="4")
+        if name.removeprefix(ROBOT_PREFIX) in (*FR3.sim.left_finger_bodies, *FR3.sim.right_finger_bodies):
             for geom in body.findall("geom"):
                 if geom.attrib.get("class") != "visual":  # the collision geoms
                     geom.attrib.update(
@@ -299,10 +295,10 @@ def build_scene_tree(
                         solimp=" ".join(map(str, model_cfg.solimp)),
                     )
     for joint in worldbody.iter("joint"):
-        if joint.attrib.get("name", "").removeprefix(ROBOT_PREFIX) in FINGER_JOINTS:
+        if joint.attrib.get("name", "").removeprefix(ROBOT_PREFIX) in FR3.sim.finger_joints:
             # fr3.xml gives the fingers the arm's 1.137 N of dry friction, which eats a gentle
             # grasp; the batch world uses the same lower value.
-            joint.attrib["frictionloss"] = str(model_cfg.finger_frictionloss)
+            joint.attrib["frictionloss"] = str(FINGER_FRICTIONLOSS)
     # franky-sim's ground is at z = 0, the table top's height; the floor belongs under the table.
     table = placed.spec.table
     for geom in worldbody.findall("geom"):
@@ -361,11 +357,15 @@ class SimGroundTruth(BatchWorld):
         self.data = mujoco.MjData(model)
         self._scratch = mujoco.MjData(model)
         m = model
-        self._arm_qpos = np.array([m.joint(ROBOT_PREFIX + j).qposadr[0] for j in ARM_JOINTS])
-        self._arm_dof = np.array([m.joint(ROBOT_PREFIX + j).dofadr[0] for j in ARM_JOINTS])
-        self._arm_range = np.array([m.joint(ROBOT_PREFIX + j).range for j in ARM_JOINTS])
-        self._finger_qpos = np.array([m.joint(ROBOT_PREFIX + j).qposadr[0] for j in FINGER_JOINTS])
-        self._finger_dof = np.array([m.joint(ROBOT_PREFIX + j).dofadr[0] for j in FINGER_JOINTS])
+        self.robot = FR3
+        self.arm_joints = FR3.sim.arm_joints
+        self.dof = FR3.dof
+        self._velocity_limits = np.asarray(FR3.velocity_limits)
+        self._arm_qpos = np.array([m.joint(ROBOT_PREFIX + j).qposadr[0] for j in FR3.sim.arm_joints])
+        self._arm_dof = np.array([m.joint(ROBOT_PREFIX + j).dofadr[0] for j in FR3.sim.arm_joints])
+        self._arm_range = np.array([m.joint(ROBOT_PREFIX + j).range for j in FR3.sim.arm_joints])
+        self._finger_qpos = np.array([m.joint(ROBOT_PREFIX + j).qposadr[0] for j in FR3.sim.finger_joints])
+        self._finger_dof = np.array([m.joint(ROBOT_PREFIX + j).dofadr[0] for j in FR3.sim.finger_joints])
         self._tcp = m.site(TCP_SITE).id
         self.geom_names = [m.geom(i).name for i in range(m.ngeom)]
         self._labels, self._geom_label = self._segmentation_labels()
@@ -413,7 +413,7 @@ def final_stage(task: Task) -> str:
         stages = [k.removeprefix("check_") for k in vars(cls) if k.startswith("check_")]
         if stages:
             return stages[-1]
-    raise ValueError(f"task {task.name!r} defines no stage checks")
+    raise ValueError(f"task {task.task_id!r} defines no stage checks")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -425,7 +425,7 @@ class SceneInfo:
     """What the rest of the graph needs to know about the current scene.
 
     Attributes:
-        sentence: The task sentence the scene was built for.
+        task_id: The task the scene was built for.
         seed: Its seed.
         task: The task (checks).
         placed: The placed scene.
@@ -435,7 +435,7 @@ class SceneInfo:
         generation: Counts resets; state copies carry it so a reader never mixes two models.
     """
 
-    sentence: str
+    task_id: str
     seed: int
     task: Task
     placed: PlacedScene
@@ -451,10 +451,10 @@ class FrankyWorld:
     Usage::
 
         world = FrankyWorld(FrankyWorldConfig())
-        world.start("pick up the mug by its handle", seed=0)
+        world.start("pick-mug-v1", seed=0)
         ...  # franky.Robot(world.hostname) drives it
         world.evaluate()  # the final stage's Check
-        world.reset("hang the mug on the rack", seed=3)
+        world.reset("hang-mug-v1", seed=3)
         world.stop()
     """
 
@@ -499,15 +499,15 @@ class FrankyWorld:
         """Call ``sink(sim_time, qpos)`` from the simulation thread every ``state_every`` steps."""
         self._sinks.append(sink)
 
-    def _prepare(self, sentence: str, seed: int) -> tuple[SceneInfo, ET.Element, GraspingRobot]:
-        task, placed = scene_for(sentence, seed)
+    def _prepare(self, task_id: str, seed: int) -> tuple[SceneInfo, ET.Element, GraspingRobot]:
+        task, placed = scene_for(task_id, seed)
         cam = perception_camera(placed, self.config.camera_size)
         cameras = [cam, *placed.spec.cameras[1:]]
         tree, robot = build_scene_tree(placed, cameras, self.config)
         xml = ET.tostring(tree, encoding="unicode")
         mujoco.MjModel.from_xml_string(xml)  # fail here, before the running world is touched
         info = SceneInfo(
-            sentence=sentence,
+            task_id=task_id,
             seed=seed,
             task=task,
             placed=placed,
@@ -518,7 +518,7 @@ class FrankyWorld:
         )
         return info, tree, robot
 
-    def start(self, sentence: str, seed: int = 0) -> SceneInfo:
+    def start(self, task_id: str, seed: int = 0) -> SceneInfo:
         """Build the scene, bind the server, start the real-time loop; returns the scene.
 
         Raises:
@@ -526,7 +526,7 @@ class FrankyWorld:
         """
         if self._server is not None:
             raise RuntimeError("already started; use reset() for a new scene")
-        info, tree, robot = self._prepare(sentence, seed)
+        info, tree, robot = self._prepare(task_id, seed)
         sim = SceneSimulator()
         sim.init()
         sim.set_scene(tree)
@@ -550,19 +550,19 @@ class FrankyWorld:
         self._begin_task()
         return info
 
-    def reset(self, sentence: str, seed: int = 0) -> SceneInfo:
+    def reset(self, task_id: str, seed: int = 0) -> SceneInfo:
         """Rebuild the world for a new task scene; the server and its connections stay up.
 
         A motion running at the reset is preempted (the franky client raises); the arm is
         moved to the scene's start configuration with the fingers open.
 
         Raises:
-            ValueError / TaskParseError: the sentence or seed gives no scene; the world is
-                left as it was.
+            KeyError / ValueError: an unknown task id, or a seed that gives no scene; the
+                world is left as it was.
         """
         if self._sim is None or self._server is None or self._robot is None:
             raise RuntimeError("the world is not started")
-        info, tree, _ = self._prepare(sentence, seed)
+        info, tree, _ = self._prepare(task_id, seed)
         robot, sim = self._robot, self._sim
         with self._lock:
             for rs in self._server.robot_servers:
@@ -709,5 +709,5 @@ class FrankyWorld:
         stage = stage or final_stage(task)
         check = task.check(stage, self.ground_truth())
         if check is None:
-            raise ValueError(f"task {task.name!r} has no check for stage {stage!r}")
+            raise ValueError(f"task {task.task_id!r} has no check for stage {stage!r}")
         return stage, check

@@ -1,11 +1,14 @@
-"""Compile a placed scene into a MuJoCo model: the FR3 from franky-sim, the table, the objects.
+"""Compile a placed scene into a MuJoCo model: the scene's robot, the table, the objects.
 
-The FR3 model (``fr3.xml`` of franky-sim) is loaded as the base of the spec, so its names
-(``fr3_joint1``..``7``, actuator ``hand``, body ``hand``) stay as they are; the scene is added
-around it. Geom names carry meaning and are relied on downstream:
+The robot's model (built by its simulator builder, ``afford_sim.robots``) is loaded as the base
+of the spec, so its joint, actuator and body names stay as its description gives them
+(``RobotDescription.sim``); the scene is added around it. Geom names carry meaning and are relied
+on downstream:
 
 * ``{object}/{part}/{i}``: piece ``i`` of an object's part (segmentation, contacts, collision export);
 * ``robot/{body}/{i}``: the robot's geoms, renamed so contact queries can say ``robot/hand``;
+  the fingers' geoms are ``robot/left_finger/{i}`` and ``robot/right_finger/{i}`` on every
+  robot, whatever their bodies are called;
 * ``table`` and ``floor``.
 
 Why the contact settings: a parallel-jaw grasp holds by friction alone, so fingers and objects
@@ -16,40 +19,19 @@ stiff but stable ``solref`` (time constant at least twice the timestep).
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
-from pathlib import Path
 
 import mujoco
 import numpy as np
 
+from afford_core.robots import RobotDescription, get_robot
+from afford_sim.robots import SIM_BUILDERS
 from afford_sim.scene import CameraSpec, PlacedObject, PlacedScene, piece_names
 
-ARM_JOINTS: tuple[str, ...] = tuple(f"fr3_joint{i}" for i in range(1, 8))
-"""The seven arm joints (and their position actuators), in configuration order."""
-FINGER_JOINTS: tuple[str, str] = ("finger_joint1", "finger_joint2")
-GRIPPER_ACTUATOR = "hand"
-HAND_BODY = "hand"
-FINGER_BODIES: tuple[str, str] = ("left_finger", "right_finger")
 TCP_SITE = "tcp"
-TCP_OFFSET = 0.1034
-"""TCP (between the fingertip pads) along the hand's z, as in franky / libfranka."""
+"""The site at the robot's TCP (between the fingertip pads; z approach, y closing axis)."""
 ROBOT_PREFIX = "robot"
-GRIPPER_OPEN_CTRL = 255.0
-GRIPPER_CLOSED_CTRL = 0.0
-# Bodies whose weight the (simulated) controller cancels, as the real FR3's does.
-_GRAVCOMP_BODIES: tuple[str, ...] = (*(f"fr3_link{i}" for i in range(1, 8)), HAND_BODY, *FINGER_BODIES)
-
-
-def fr3_assets_dir() -> Path:
-    """franky-sim's asset folder (``fr3.xml``, ``meshes/``), located through the installed package."""
-    spec = importlib.util.find_spec("franky_sim")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("franky_sim is not installed: it ships the FR3 model")
-    path = Path(next(iter(spec.submodule_search_locations))) / "assets"
-    if not (path / "fr3.xml").is_file() or not (path / "meshes").is_dir():
-        raise FileNotFoundError(f"franky_sim at {path} lacks fr3.xml or meshes/")
-    return path
+FINGER_ROLES: tuple[str, str] = ("left_finger", "right_finger")
 
 
 @dataclass(frozen=True)
@@ -70,13 +52,6 @@ class ModelConfig:
         joint_armature: Armature of object joints; keeps light drawers numerically stable.
         furniture_density: Density (kg/m^3) giving masses to the moving links of fixed furniture
             (their ``Asset.mass`` is not used).
-        gripper_force_scale: Multiplies the hand actuator's gain and bias (same setpoints:
-            ctrl 255 open, 0 closed). franky-sim's servo pushes each finger with ~1 N on a 4 cm
-            object, below the fingers' own friction; scaled by 60 it squeezes ~65 N per finger
-            on a 4.5 cm cube, near the real Franka Hand's 70 N continuous force. The
-            fr3.xml force limit (140 N on the tendon) is kept.
-        finger_frictionloss: Dry friction (N) of each finger joint. fr3.xml gives the fingers the
-            arm joints' 1.137 N, which stalls them millimetres short of their setpoint.
         floor: Add a floor plane below the table, so dropped objects come to rest.
     """
 
@@ -91,8 +66,6 @@ class ModelConfig:
     hinge_frictionloss: float = 0.2
     joint_armature: float = 0.01
     furniture_density: float = 500.0
-    gripper_force_scale: float = 60.0
-    finger_frictionloss: float = 0.1
     floor: bool = True
 
     def __post_init__(self) -> None:
@@ -106,10 +79,9 @@ class ModelConfig:
             raise ValueError(f"solref time constant {self.solref[0]} needs >= 2 timesteps ({self.timestep})")
         if self.impratio < 1 or min(self.friction) < 0:
             raise ValueError("impratio must be >= 1 and friction >= 0")
-        if self.gripper_force_scale <= 0 or self.furniture_density <= 0:
-            raise ValueError("gripper_force_scale and furniture_density must be positive")
-        if min(self.slide_frictionloss, self.hinge_frictionloss, self.finger_frictionloss,
-               self.joint_armature) < 0:
+        if self.furniture_density <= 0:
+            raise ValueError("furniture_density must be positive")
+        if min(self.slide_frictionloss, self.hinge_frictionloss, self.joint_armature) < 0:
             raise ValueError("frictionloss and armature values must be >= 0")
 
 
@@ -129,33 +101,31 @@ def _quat(rot: np.ndarray) -> np.ndarray:
     return q
 
 
-def _load_fr3(config: ModelConfig) -> mujoco.MjSpec:
-    assets = fr3_assets_dir()
-    spec = mujoco.MjSpec.from_file(str(assets / "fr3.xml"))
-    # fr3.xml names "assets" as meshdir; the meshes really are in assets/meshes.
-    spec.meshdir = str(assets / "meshes")
+def load_robot(robot: RobotDescription, config: ModelConfig) -> mujoco.MjSpec:
+    """The robot's spec from its builder, with what every robot gets here: geom names (see the
+    module docstring), the fingers' contact settings and the TCP site."""
+    spec = SIM_BUILDERS.get(robot.sim.builder)(robot, config)
     for key in list(spec.keys):  # its keyframe has no room for the scene's free joints
         spec.delete(key)
-    for name in _GRAVCOMP_BODIES:
-        spec.body(name).gravcomp = 1.0
+    roles = {b: FINGER_ROLES[0] for b in robot.sim.left_finger_bodies}
+    roles.update({b: FINGER_ROLES[1] for b in robot.sim.right_finger_bodies})
     counts: dict[str, int] = {}
     for geom in spec.geoms:
         body = geom.parent.name
-        geom.name = f"{ROBOT_PREFIX}/{body}/{counts.get(body, 0)}"
-        counts[body] = counts.get(body, 0) + 1
-        if body in FINGER_BODIES and geom.contype:
+        role = roles.get(body, body)
+        geom.name = f"{ROBOT_PREFIX}/{role}/{counts.get(role, 0)}"
+        counts[role] = counts.get(role, 0) + 1
+        if body in roles and geom.contype:
             geom.condim = config.condim
             geom.friction = config.friction
             geom.solref = config.solref
             geom.solimp = config.solimp
-    for name in FINGER_JOINTS:
-        spec.joint(name).frictionloss = config.finger_frictionloss
-    hand = spec.actuator(GRIPPER_ACTUATOR)
-    hand.gainprm[0] *= config.gripper_force_scale
-    hand.biasprm[1] *= config.gripper_force_scale
-    hand.biasprm[2] *= config.gripper_force_scale
-    spec.body(HAND_BODY).add_site(name=TCP_SITE, pos=[0.0, 0.0, TCP_OFFSET], size=[0.005, 0, 0],
-                                  rgba=[1, 0, 0, 0.5], group=4)
+    missing = [r for r in FINGER_ROLES if r not in counts]
+    if missing:
+        raise ValueError(f"{robot.name}: no geoms on the {' and '.join(missing)} bodies of its description")
+    tcp = robot.sim.tcp_matrix
+    spec.body(robot.sim.hand_body).add_site(name=TCP_SITE, pos=tcp[:3, 3], quat=_quat(tcp[:3, :3]),
+                                            size=[0.005, 0, 0], rgba=[1, 0, 0, 0.5], group=4)
     return spec
 
 
@@ -249,17 +219,16 @@ def add_camera(spec: mujoco.MjSpec, cam: CameraSpec) -> None:
     c.principal_pixel = [cam.width / 2 - (k[0, 2] + 0.5), cam.height / 2 - (k[1, 2] + 0.5)]
 
 
-def _add_initial_keyframe(spec: mujoco.MjSpec, placed: PlacedScene) -> None:
+def _add_initial_keyframe(spec: mujoco.MjSpec, placed: PlacedScene, robot: RobotDescription) -> None:
     model = spec.compile()
     qpos = model.qpos0.copy()
-    for name, q in zip(ARM_JOINTS, placed.spec.robot_q, strict=True):
-        qpos[model.joint(name).qposadr[0]] = q
-    for name in FINGER_JOINTS:
-        qpos[model.joint(name).qposadr[0]] = 0.04
     ctrl = np.zeros(model.nu)
-    for name, q in zip(ARM_JOINTS, placed.spec.robot_q, strict=True):
+    for name, q in zip(robot.sim.arm_joints, placed.spec.robot_q, strict=True):
+        qpos[model.joint(name).qposadr[0]] = q
         ctrl[model.actuator(name).id] = q
-    ctrl[model.actuator(GRIPPER_ACTUATOR).id] = GRIPPER_OPEN_CTRL
+    for name, q in zip(robot.sim.finger_joints, robot.sim.finger_open_qpos, strict=True):
+        qpos[model.joint(name).qposadr[0]] = q
+    ctrl[model.actuator(robot.sim.gripper_actuator).id] = robot.sim.gripper_open_ctrl
     spec.add_key(name="initial", qpos=qpos, ctrl=ctrl)
 
 
@@ -270,7 +239,8 @@ def compile_scene(placed: PlacedScene, config: ModelConfig | None = None) -> muj
     at their placed poses.
     """
     config = config or ModelConfig()
-    spec = _load_fr3(config)
+    robot = get_robot(placed.spec.robot)
+    spec = load_robot(robot, config)
     spec.modelname = "afford_scene"
     spec.option.timestep = config.timestep
     spec.option.integrator = _INTEGRATORS[config.integrator]
@@ -290,10 +260,10 @@ def compile_scene(placed: PlacedScene, config: ModelConfig | None = None) -> muj
         add_object(spec, obj, config)
     for cam in cams:
         add_camera(spec, cam)
-    _add_initial_keyframe(spec, placed)
+    _add_initial_keyframe(spec, placed, robot)
     return spec
 
 
 def to_xml(spec: mujoco.MjSpec) -> str:
-    """MJCF text of a compiled scene (meshes of objects inline, FR3 meshes by file)."""
+    """MJCF text of a compiled scene (meshes of objects inline, robot meshes by file)."""
     return spec.to_xml()

@@ -26,7 +26,8 @@ from typing import Literal
 import coal
 import numpy as np
 
-from afford_perception.ontology import category as ontology_category
+from afford_core.ontology import category as ontology_category
+from afford_core.robots import DEFAULT_ROBOT, get_robot
 from afford_sim.assets import make
 from afford_sim.assets.base import Asset
 
@@ -42,7 +43,6 @@ _SIDE_DIRECTIONS: dict[str, tuple[float, float]] = {
 RESERVED_NAMES: frozenset[str] = frozenset({"robot", "table", "floor", "world"})
 """Names the simulator uses for its own geometry; objects may not take them."""
 
-Q_READY: tuple[float, ...] = (0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785)
 """The usual Franka ready pose (elbow up, hand pointing down); the default start."""
 
 AssetFactory = Callable[[str, int], Asset]
@@ -300,7 +300,8 @@ class SceneSpec:
         objects: The objects; relative placements may refer to any other object by name.
         table: The table.
         cameras: Cameras rendered by the simulator.
-        robot_q: The arm's seven joint positions at reset (radians).
+        robot: The robot (a name in ``afford_core.robots.ROBOTS``); its base stands at the origin.
+        robot_q: The arm's joint positions at reset (radians); empty: the robot's home.
         robot_clearance: Objects on the table keep their footprints this far from the robot
             base axis, so the start configuration is collision-free and the base is reachable.
     """
@@ -308,13 +309,16 @@ class SceneSpec:
     objects: tuple[ObjectSpec, ...] = ()
     table: TableSpec = field(default_factory=TableSpec)
     cameras: tuple[CameraSpec, ...] = field(default_factory=lambda: (CameraSpec(),))
-    robot_q: tuple[float, ...] = Q_READY
+    robot: str = DEFAULT_ROBOT
+    robot_q: tuple[float, ...] = ()
     robot_clearance: float = 0.2
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "objects", tuple(self.objects))
         object.__setattr__(self, "cameras", tuple(self.cameras))
-        object.__setattr__(self, "robot_q", _vec(self.robot_q, 7, "robot_q"))
+        arm = get_robot(self.robot)  # KeyError listing the known robots
+        q = self.robot_q if len(self.robot_q) else arm.home
+        object.__setattr__(self, "robot_q", _vec(q, arm.dof, "robot_q"))
         names = [o.name for o in self.objects]
         dup = sorted(n for n, c in Counter(names).items() if c > 1)
         if dup:

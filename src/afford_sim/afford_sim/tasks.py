@@ -1,32 +1,42 @@
-"""Tasks: a scene to set up and the checks that say whether each stage succeeded.
+"""Tasks by id: a scene to set up, the skill that runs, and the checks that judge each stage.
 
-Each task is a class, registered by name, whose docstring states the task, what is
-randomized, and the success condition of every stage. Checks read the simulator's true
-poses and joint values; the robot's own pipeline never sees them.
+Every task is a class registered under an id (``hang-mug-v1``) in :data:`TASKS`, as
+ManiSkill registers its environments. A task fixes its objects, its tier (AffordSim's Easy /
+Medium / Hard), the skill that runs it (a name in the planner's skill registry), several
+instruction phrasings, the robots it is validated on, and a scene sampler whose randomization is
+declared (:meth:`Task.randomization`) and recorded (:meth:`Task.drawn`). Its docstring states
+what is randomized and what counts as success at each stage (a test enforces it). Checks read the
+simulator's true poses and joint values; the robot's own pipeline never sees them.
+
+Task families (:class:`PickTask`, :class:`PlaceTask` ...) hold the scene and the checks; each
+id is a family with its objects filled in, registered by :func:`register_task`. Turning a
+sentence into a task id is not the simulator's job: the CLI and the task server parse the
+sentence and call :func:`find_task` with the parsed intent.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from afford_perception.types import Intent, NextAction
-from afford_sim.scene import CameraSpec, ObjectSpec, Relative, SceneSpec, Window
+from afford_core.ontology import category
+from afford_core.registry import Registry
+from afford_core.types import Intent, NextAction
+from afford_sim.scene import CameraSpec, ObjectSpec, PlacedScene, Relative, SceneSpec, Window
 from afford_sim.world import FINGERS, BatchWorld
 
-TASKS: dict[str, type[Task]] = {}
+Tier = Literal["easy", "medium", "hard"]
+#: AffordSim's tiers: generic grasps; affordance-critical grasps; composite or tight-tolerance.
+TIERS: tuple[Tier, ...] = ("easy", "medium", "hard")
 
-
-def register(cls: type[Task]) -> type[Task]:
-    """Class decorator: make a task available by its ``name``."""
-    if cls.name in TASKS:
-        raise ValueError(f"task {cls.name!r} registered twice")
-    TASKS[cls.name] = cls
-    return cls
+TASKS: Registry[type[Task]] = Registry("task")
+"""Every task class by id (``afford tasks`` lists them)."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +45,10 @@ class Check:
 
     ok: bool
     detail: str = ""
+
+    def __post_init__(self) -> None:
+        # Checks compute with numpy; a numpy.bool_ would leak into every JSON record and report.
+        object.__setattr__(self, "ok", bool(self.ok))
 
 
 def _lowest_z(world: BatchWorld, name: str) -> float:
@@ -53,20 +67,30 @@ def _held(world: BatchWorld, name: str) -> bool:
 
 
 class Task:
-    """Base class. Subclasses set ``name``, ``actions`` and implement the scene and checks.
+    """Base class of every task; a family subclasses it, :func:`register_task` fills the objects.
 
-    The episode keeps a little state between checks (where the object started), so a task
-    instance serves one episode.
+    A task instance serves one episode: :meth:`begin` records where the object started, which
+    the checks compare against.
     """
 
-    name: ClassVar[str] = ""
+    task_id: ClassVar[str] = ""
+    tier: ClassVar[Tier] = "medium"
+    skill: ClassVar[str] = ""
+    """Name of the skill (``afford_planner.skills.SKILLS``) that runs this task."""
     actions: ClassVar[tuple[NextAction, ...]] = ()
-    targets: ClassVar[tuple[str, ...]] = ()
-    destinations: ClassVar[tuple[str | None, ...]] = (None,)
-    example: ClassVar[str] = ""
+    """The parsed next actions this family serves (what :func:`find_task` matches on)."""
+    instructions: ClassVar[tuple[str, ...]] = ()
+    """Ways a person asks for the task; the first is the canonical one."""
+    robots: ClassVar[tuple[str, ...]] = ("fr3",)
+    """Robots the task has been validated on (names in ``afford_core.robots.ROBOTS``)."""
+    target: ClassVar[str] = ""
+    destination: ClassVar[str | None] = None
+    unchecked_stages: ClassVar[tuple[str, ...]] = ()
+    """Stages of the skill this task does not judge (a pour's untilt)."""
 
-    def __init__(self, intent: Intent) -> None:
-        self.intent = intent
+    def __init__(self) -> None:
+        if not self.task_id:
+            raise TypeError(f"{type(self).__name__} is a task family; make a task with register_task")
         # Set by begin(), which every episode (and every restart) calls before any check.
         self.start_z = 0.0
         self._xyz0: np.ndarray = np.zeros(3)
@@ -75,14 +99,37 @@ class Task:
 
     @property
     def target_name(self) -> str:
-        return self.intent.target
+        return self.target
 
     @property
     def destination_name(self) -> str | None:
-        return self.intent.destination
+        return self.destination
+
+    @property
+    def instruction(self) -> str:
+        """The canonical instruction (the first phrasing)."""
+        return self.instructions[0]
 
     def scene(self, seed: int) -> SceneSpec:
         raise NotImplementedError
+
+    def randomization(self) -> dict[str, Any]:
+        """What the scene sampler varies, declared: per object, its shape (a seeded asset draw)
+        and its placement rule (window and yaw range, or a relation to another object)."""
+        spec = self.scene(0)
+        return {o.name: {"category": o.category, "shape": "asset seed drawn from the scene seed",
+                         "placement": _describe_placement(o.placement)} for o in spec.objects}
+
+    @staticmethod
+    def drawn(placed: PlacedScene) -> dict[str, Any]:
+        """The values the sampler drew for one scene (recorded with every rollout)."""
+        out: dict[str, Any] = {}
+        for o in placed.objects:
+            yaw = math.atan2(float(o.pose[1, 0]), float(o.pose[0, 0]))
+            out[o.name] = {"asset_seed": int(o.spec.seed),
+                           "xyz": [round(float(v), 4) for v in o.pose[:3, 3]],
+                           "yaw_deg": round(math.degrees(yaw), 2), "support": o.support}
+        return out
 
     # Checks -----------------------------------------------------------------------------------
 
@@ -141,7 +188,6 @@ def _seeds(seed: int, k: int) -> list[int]:
 _FRONT = Window(center=(0.5, -0.12), size=(0.16, 0.16), yaw=(-math.pi / 6, math.pi / 6))
 
 
-@register
 class PickTask(Task):
     """Pick up an object by the region the sentence names and lift it 15 cm.
 
@@ -151,10 +197,8 @@ class PickTask(Task):
     lift: object 5 cm above its start and still held.
     """
 
-    name = "pick"
+    skill = "pick"
     actions = (NextAction.PICK,)
-    targets = ("hammer", "pan", "scoop", "mug", "banana", "cube", "box", "bottle", "paper_cup", "kettle")
-    example = "pick up the scoop"
 
     def scene(self, seed: int) -> SceneSpec:
         (s,) = _seeds(seed, 1)
@@ -169,7 +213,6 @@ class PickTask(Task):
         )
 
 
-@register
 class PlaceTask(Task):
     """Pick an object and place it on or in a receiver.
 
@@ -181,11 +224,8 @@ class PlaceTask(Task):
     receiver's radius) and above the table.
     """
 
-    name = "place"
+    skill = "place"
     actions = (NextAction.PLACE, NextAction.STACK)
-    targets = ("banana", "cube", "box", "bottle", "paper_cup", "mug")
-    destinations = ("plate", "tray", "bowl", "box")
-    example = "put the banana on the plate"
 
     def scene(self, seed: int) -> SceneSpec:
         s1, s2 = _seeds(seed, 2)
@@ -222,7 +262,6 @@ class PlaceTask(Task):
         )
 
 
-@register
 class HangTask(Task):
     """Hang a mug on a rack's hook by its handle ring, holding the mug by its body.
 
@@ -235,11 +274,8 @@ class HangTask(Task):
     and its lowest point is at least 5 cm above the table.
     """
 
-    name = "hang"
+    skill = "hang"
     actions = (NextAction.HANG,)
-    targets = ("mug",)
-    destinations = ("rack",)
-    example = "hang the mug on the rack"
 
     def scene(self, seed: int) -> SceneSpec:
         s1, s2 = _seeds(seed, 2)
@@ -274,7 +310,6 @@ class HangTask(Task):
         )
 
 
-@register
 class PourTask(Task):
     """Pour from a held container into a bowl: tilt it so its spout or rim is over the bowl.
 
@@ -287,11 +322,9 @@ class PourTask(Task):
     above the bowl's opening (inside 80% of the rim radius) and above the rim's height.
     """
 
-    name = "pour"
+    skill = "pour"
     actions = (NextAction.POUR,)
-    targets = ("kettle", "paper_cup", "mug")
-    destinations = ("bowl",)
-    example = "pour water from the kettle into the bowl"
+    unchecked_stages = ("untilt",)
 
     def scene(self, seed: int) -> SceneSpec:
         s1, s2 = _seeds(seed, 2)
@@ -303,7 +336,7 @@ class PourTask(Task):
     def check_pour(self, world: BatchWorld) -> Check:
         pose = world.object_pose(self.target_name)
         tilt = math.degrees(math.acos(float(np.clip(pose[2, 2], -1, 1))))
-        part = self.intent.use_region or "rim"
+        part = pour_part(self.target_name)
         pts = np.vstack(
             [
                 s.world_vertices()
@@ -327,7 +360,6 @@ class PourTask(Task):
         )
 
 
-@register
 class OpenDrawerTask(Task):
     """Open a cabinet's drawer by pulling its handle.
 
@@ -337,10 +369,8 @@ class OpenDrawerTask(Task):
     Success: grasp: both fingers on the drawer handle; pull: the drawer is open at least 8 cm.
     """
 
-    name = "open_drawer"
+    skill = "open"
     actions = (NextAction.OPEN, NextAction.PULL)
-    targets = ("cabinet",)
-    example = "open the drawer"
 
     def scene(self, seed: int) -> SceneSpec:
         (s,) = _seeds(seed, 1)
@@ -371,23 +401,168 @@ class OpenDrawerTask(Task):
         return Check(q >= 0.08, f"drawer open {q * 100:.1f} cm")
 
 
-def task_for(intent: Intent) -> Task:
-    """The task that runs ``intent``; a clear error when no skill covers it yet."""
-    for cls in TASKS.values():
-        if (
-            intent.next_action in cls.actions
-            and intent.target in cls.targets
-            and (intent.destination in cls.destinations)
-        ):
-            return cls(intent)
+def pour_part(target: str) -> str:
+    """The part a container pours from: the first of its parts that affords ``pour_out``."""
+    parts = category(target).parts_with("pour_out")
+    if not parts:
+        raise ValueError(f"a {target} has no part to pour from")
+    return parts[0]
+
+
+def _describe_placement(placement: Window | Relative) -> dict[str, Any]:
+    if isinstance(placement, Window):
+        yaw = None if placement.yaw is None else [round(math.degrees(v), 1) for v in placement.yaw]
+        return {"window_center_m": list(placement.center), "window_size_m": list(placement.size),
+                "yaw_deg": yaw}
+    yaw = None if placement.yaw is None else [round(math.degrees(v), 1) for v in placement.yaw]
+    return {"relation": placement.relation, "reference": placement.reference,
+            "distance_m": placement.distance, "jitter_m": placement.jitter, "yaw_deg": yaw}
+
+
+# ---------------------------------------------------------------------------------------------
+# The registry.
+
+def register_task(
+    family: type[Task],
+    task_id: str,
+    *,
+    target: str,
+    destination: str | None = None,
+    tier: Tier,
+    instructions: Sequence[str],
+    robots: Sequence[str] = ("fr3",),
+) -> type[Task]:
+    """Register ``family`` with its objects filled in as task ``task_id``; returns the class.
+
+    Raises:
+        ValueError: a malformed id, an unknown tier, an object the ontology lacks, no
+            instruction, or an id registered twice.
+    """
+    if not family.skill or Task not in family.__mro__:
+        raise TypeError(f"{family.__name__} is not a task family (a Task subclass with a skill)")
+    if not re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*-v[0-9]+", task_id):
+        raise ValueError(f"task id {task_id!r} must end in a version, e.g. 'hang-mug-v1'")
+    if tier not in TIERS:
+        raise ValueError(f"{task_id}: tier must be one of {TIERS}, got {tier!r}")
+    for name in (target, destination):
+        if name is not None:
+            category(name)  # KeyError listing the known categories
+    phrasings = tuple(dict.fromkeys(t.strip() for t in instructions if t.strip()))
+    if not phrasings:
+        raise ValueError(f"{task_id}: at least one instruction is needed")
+    doc = inspect.cleandoc(family.__doc__ or "")
+    cls = type(
+        "".join(w.capitalize() for w in task_id.replace("-", "_").split("_")),
+        (family,),
+        {
+            "__doc__": f"{task_id}: {phrasings[0]}.\n\n{doc}",
+            "__module__": family.__module__,
+            "task_id": task_id,
+            "target": target,
+            "destination": destination,
+            "tier": tier,
+            "instructions": phrasings,
+            "robots": tuple(robots),
+        },
+    )
+    TASKS.register(task_id, cls)
+    return cls
+
+
+def get_task(task_id: str) -> Task:
+    """A new instance of the task ``task_id`` (KeyError lists the known ids)."""
+    return TASKS.get(task_id)()
+
+
+def task_ids(tier: Tier | None = None, robot: str | None = None) -> list[str]:
+    """Registered task ids (in registration order), optionally of one tier or robot."""
+    return [name for name, cls in _in_order()
+            if (tier is None or cls.tier == tier) and (robot is None or robot in cls.robots)]
+
+
+def _in_order() -> list[tuple[str, type[Task]]]:
+    return sorted(TASKS.items(), key=lambda kv: _ORDER.get(kv[0], len(_ORDER)))
+
+
+def find_task(intent: Intent) -> str:
+    """The id of the task a parsed intent asks for: its action, object and destination.
+
+    Raises:
+        ValueError: no registered task runs it; the message says what is supported.
+    """
+    for name, cls in _in_order():
+        if (intent.next_action in cls.actions and intent.target == cls.target
+                and intent.destination == cls.destination):
+            return name
+    targets: dict[str, set[str]] = {}
+    dests: dict[str, set[str]] = {}
+    for _, cls in _in_order():
+        targets.setdefault(cls.skill, set()).add(cls.target)
+        if cls.destination:
+            dests.setdefault(cls.skill, set()).add(cls.destination)
     supported = "; ".join(
-        f"{c.name}: {', '.join(a.value for a in c.actions)} the "
-        f"{'/'.join(c.targets)}"
-        + (f" -> {'/'.join(d for d in c.destinations if d)}" if any(c.destinations) else "")
-        for c in TASKS.values()
+        f"{skill} the {'/'.join(sorted(t))}"
+        + (f" -> {'/'.join(sorted(dests[skill]))}" if skill in dests else "")
+        for skill, t in targets.items()
     )
     raise ValueError(
-        f"no skill yet for {intent.next_action.value} {intent.target}"
+        f"no task yet for {intent.next_action.value} {intent.target}"
         + (f" -> {intent.destination}" if intent.destination else "")
         + f" (supported: {supported})"
     )
+
+
+def task_for(intent: Intent) -> Task:
+    """The task that runs ``intent`` (:func:`find_task`), as a new instance."""
+    return get_task(find_task(intent))
+
+
+# ---------------------------------------------------------------------------------------------
+# The tasks. Tiers follow AffordSim's: generic objects grasped anywhere are Easy; grasps that
+# must land on (or avoid) a functional part are Medium; hanging a mug by its small handle ring
+# on a hook, AffordSim's hang_mugcup, is Hard (its alignment tolerance is the tightest).
+
+_GENERIC = ("banana", "cube", "box", "bottle")
+_WITH_PARTS = ("hammer", "pan", "scoop", "mug", "paper_cup", "kettle")
+_ON = {"plate": "on", "tray": "on", "bowl": "in", "box": "in"}
+_ONTO = {"on": "onto", "in": "into"}
+_ORDER: dict[str, int] = {}
+
+
+def _say(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _slug(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _add(family: type[Task], task_id: str, **kw: Any) -> None:
+    _ORDER[task_id] = len(_ORDER)
+    register_task(family, task_id, **kw)
+
+
+for _t in (*_GENERIC, *_WITH_PARTS):
+    _add(PickTask, f"pick-{_slug(_t)}-v1", target=_t, tier="easy" if _t in _GENERIC else "medium",
+         instructions=(f"pick up the {_say(_t)}", f"grab the {_say(_t)}", f"lift the {_say(_t)}"))
+for _t in ("banana", "cube", "box", "bottle", "paper_cup", "mug"):
+    for _d in ("plate", "tray", "bowl", "box"):
+        if _d == _t:
+            continue
+        _p = _ON[_d]
+        _add(PlaceTask, f"place-{_slug(_t)}-{_d}-v1", target=_t, destination=_d,
+             tier="easy" if _t in _GENERIC else "medium",
+             instructions=(f"put the {_say(_t)} {_p} the {_d}", f"place the {_say(_t)} {_p} the {_d}",
+                           f"move the {_say(_t)} {_ONTO[_p]} the {_d}"))
+_add(HangTask, "hang-mug-v1", target="mug", destination="rack", tier="hard",
+     instructions=("hang the mug on the rack", "hang the mug up on the rack",
+                   "hang the mug on a hook of the rack"))
+_add(PourTask, "pour-kettle-v1", target="kettle", destination="bowl", tier="medium",
+     instructions=("pour water from the kettle into the bowl", "pour the kettle into the bowl",
+                   "empty the kettle into the bowl"))
+for _t in ("paper_cup", "mug"):
+    _add(PourTask, f"pour-{_slug(_t)}-v1", target=_t, destination="bowl", tier="medium",
+         instructions=(f"pour the {_say(_t)} into the bowl", f"pour water from the {_say(_t)} into the bowl",
+                       f"empty the {_say(_t)} into the bowl"))
+_add(OpenDrawerTask, "open-drawer-v1", target="cabinet", tier="medium",
+     instructions=("open the drawer", "pull the drawer open", "open the cabinet's drawer"))

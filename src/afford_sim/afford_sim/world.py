@@ -1,4 +1,4 @@
-"""An in-process MuJoCo world of a placed scene: control the FR3, read state, render, export.
+"""An in-process MuJoCo world of a placed scene: control the robot, read state, render, export.
 
 :class:`BatchWorld` is what episode runners, tests and the sim bridge drive: joint-space arm
 motions and gripper commands advance physics synchronously; object poses, joint values and
@@ -24,19 +24,11 @@ import mujoco
 import numpy as np
 import numpy.typing as npt
 
-from afford_perception.ontology import category as ontology_category
-from afford_perception.types import ObjectCloud
+from afford_core.ontology import category as ontology_category
+from afford_core.robots import get_robot
+from afford_core.types import ObjectCloud
 from afford_sim.camera import CameraRenderer, Observation, camera_pose, pixels_to_world
-from afford_sim.mjcf import (
-    ARM_JOINTS,
-    FINGER_JOINTS,
-    GRIPPER_ACTUATOR,
-    GRIPPER_CLOSED_CTRL,
-    GRIPPER_OPEN_CTRL,
-    TCP_SITE,
-    ModelConfig,
-    compile_scene,
-)
+from afford_sim.mjcf import FINGER_ROLES, ROBOT_PREFIX, TCP_SITE, ModelConfig, compile_scene
 from afford_sim.scene import (
     CameraSpec,
     CollisionShape,
@@ -46,9 +38,7 @@ from afford_sim.scene import (
     table_shape,
 )
 
-FR3_VELOCITY_LIMITS: tuple[float, ...] = (2.62, 2.62, 2.62, 2.62, 5.26, 4.18, 5.26)
-"""FR3 datasheet joint velocity limits (rad/s)."""
-FINGERS: tuple[str, str] = ("robot/left_finger", "robot/right_finger")
+FINGERS: tuple[str, str] = (f"{ROBOT_PREFIX}/{FINGER_ROLES[0]}", f"{ROBOT_PREFIX}/{FINGER_ROLES[1]}")
 """Geom-name prefixes of the two fingers, for :meth:`BatchWorld.in_contact`."""
 _STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 
@@ -64,7 +54,7 @@ class WorldConfig:
         gripper_timeout: Longest time (s) a blocking gripper command waits for the fingers.
         gripper_still_speed: Finger speed (m/s) under which the fingers count as stopped.
         velocity_limits: Joint speed limits (rad/s) :meth:`BatchWorld.move_arm` refuses to
-            exceed, as the real controller would.
+            exceed, as the real controller would; empty: the robot's datasheet limits.
         max_render_geoms: Capacity of the render scene (geoms drawn per view).
     """
 
@@ -72,14 +62,14 @@ class WorldConfig:
     settle_time: float = 0.3
     gripper_timeout: float = 1.5
     gripper_still_speed: float = 2e-3
-    velocity_limits: tuple[float, ...] = FR3_VELOCITY_LIMITS
+    velocity_limits: tuple[float, ...] = ()
     max_render_geoms: int = 4000
 
     def __post_init__(self) -> None:
         if self.settle_time < 0 or self.gripper_timeout <= 0 or self.gripper_still_speed <= 0:
             raise ValueError("settle_time must be >= 0, gripper_timeout and gripper_still_speed > 0")
-        if len(self.velocity_limits) != 7 or min(self.velocity_limits) <= 0:
-            raise ValueError(f"velocity_limits must be 7 positive speeds, got {self.velocity_limits}")
+        if self.velocity_limits and min(self.velocity_limits) <= 0:
+            raise ValueError(f"velocity_limits must be positive speeds, got {self.velocity_limits}")
 
 
 @dataclass(frozen=True)
@@ -121,7 +111,7 @@ def _segment_match(name: str, prefix: str) -> bool:
 
 
 class BatchWorld:
-    """A MuJoCo simulation of one placed scene with the FR3.
+    """A MuJoCo simulation of one placed scene with its robot (``placed.spec.robot``).
 
     Args:
         placed: The scene (from :func:`afford_sim.scene.sample_scene`).
@@ -136,22 +126,29 @@ class BatchWorld:
         self.data = mujoco.MjData(self.model)
         self._scratch = mujoco.MjData(self.model)  # forward kinematics of setpoints
         m = self.model
-        self._arm_qpos = np.array([m.joint(j).qposadr[0] for j in ARM_JOINTS])
-        self._arm_dof = np.array([m.joint(j).dofadr[0] for j in ARM_JOINTS])
-        self._arm_act = np.array([m.actuator(j).id for j in ARM_JOINTS])
-        self._arm_range = np.array([m.joint(j).range for j in ARM_JOINTS])
-        # The FR3 comes first in the model, so its joints and actuators are contiguous; slices
+        self.robot = get_robot(placed.spec.robot)
+        sim = self.robot.sim
+        self.arm_joints: tuple[str, ...] = sim.arm_joints
+        n = self.dof = self.robot.dof
+        self._velocity_limits = np.asarray(self.config.velocity_limits or self.robot.velocity_limits)
+        if self._velocity_limits.shape != (n,):
+            raise ValueError(f"velocity_limits must hold {n} speeds for the {self.robot.name}")
+        self._arm_qpos = np.array([m.joint(j).qposadr[0] for j in sim.arm_joints])
+        self._arm_dof = np.array([m.joint(j).dofadr[0] for j in sim.arm_joints])
+        self._arm_act = np.array([m.actuator(j).id for j in sim.arm_joints])
+        self._arm_range = np.array([m.joint(j).range for j in sim.arm_joints])
+        # The robot comes first in the model, so its joints and actuators are contiguous; slices
         # give views for the per-step control loop.
         for idx in (self._arm_qpos, self._arm_act):
-            if not np.array_equal(idx, np.arange(idx[0], idx[0] + 7)):
+            if not np.array_equal(idx, np.arange(idx[0], idx[0] + n)):
                 raise RuntimeError("arm joints/actuators are not contiguous in the compiled model")
-        self._arm_qpos_slice = slice(int(self._arm_qpos[0]), int(self._arm_qpos[0]) + 7)
-        self._arm_act_slice = slice(int(self._arm_act[0]), int(self._arm_act[0]) + 7)
+        self._arm_qpos_slice = slice(int(self._arm_qpos[0]), int(self._arm_qpos[0]) + n)
+        self._arm_act_slice = slice(int(self._arm_act[0]), int(self._arm_act[0]) + n)
         self._arm_kp = m.actuator_gainprm[self._arm_act, 0].copy()
         self._arm_kv = -m.actuator_biasprm[self._arm_act, 2]
-        self._finger_qpos = np.array([m.joint(j).qposadr[0] for j in FINGER_JOINTS])
-        self._finger_dof = np.array([m.joint(j).dofadr[0] for j in FINGER_JOINTS])
-        self._grip_act = m.actuator(GRIPPER_ACTUATOR).id
+        self._finger_qpos = np.array([m.joint(j).qposadr[0] for j in sim.finger_joints])
+        self._finger_dof = np.array([m.joint(j).dofadr[0] for j in sim.finger_joints])
+        self._grip_act = m.actuator(sim.gripper_actuator).id
         self._tcp = m.site(TCP_SITE).id
         self.geom_names: list[str] = [m.geom(i).name for i in range(m.ngeom)]
         self._labels, self._geom_label = self._segmentation_labels()
@@ -213,27 +210,28 @@ class BatchWorld:
     # Arm and gripper.
 
     def arm_q(self) -> np.ndarray:
-        """Measured arm joint positions (7,)."""
+        """Measured arm joint positions (dof,)."""
         return self.data.qpos[self._arm_qpos].copy()
 
     def arm_target(self) -> np.ndarray:
-        """Current arm joint setpoints (7,)."""
+        """Current arm joint setpoints (dof,)."""
         return self.data.ctrl[self._arm_act].copy()
 
     def _check_q(self, q: npt.ArrayLike, what: str) -> np.ndarray:
         q = np.asarray(q, dtype=float)
-        if q.shape[-1] != 7 or not np.all(np.isfinite(q)):
-            raise ValueError(f"{what}: expected finite values for 7 joints, got shape {q.shape}")
+        if q.shape[-1] != self.dof or not np.all(np.isfinite(q)):
+            raise ValueError(f"{what}: expected finite values for {self.dof} joints, got shape {q.shape}")
         lo, hi = self._arm_range[:, 0], self._arm_range[:, 1]
         bad = np.nonzero(np.any((q < lo - 1e-9) | (q > hi + 1e-9), axis=tuple(range(q.ndim - 1))))[0]
         if bad.size:
             j = int(bad[0])
-            raise ValueError(f"{what}: {ARM_JOINTS[j]} outside its range [{lo[j]:.4f}, {hi[j]:.4f}] rad")
+            raise ValueError(f"{what}: {self.arm_joints[j]} outside its range [{lo[j]:.4f}, {hi[j]:.4f}] rad")
         return q
 
     def set_arm_target(self, q: npt.ArrayLike) -> None:
-        """Set the seven joint position setpoints (held until changed)."""
-        self.data.ctrl[self._arm_act] = self._check_q(np.asarray(q, dtype=float).reshape(7), "arm target")
+        """Set the arm's joint position setpoints (held until changed)."""
+        q = np.asarray(q, dtype=float).reshape(self.dof)
+        self.data.ctrl[self._arm_act] = self._check_q(q, "arm target")
 
     def move_arm(
         self,
@@ -251,7 +249,7 @@ class BatchWorld:
         does not lag behind.
 
         Args:
-            q_waypoints: (K, 7) joint positions.
+            q_waypoints: (K, dof) joint positions.
             times: (K,) strictly increasing arrival times (s), the first > 0.
             interpolation: ``linear`` (a planner's time-parameterised path) or ``pchip``
                 (smooth, no overshoot between waypoints).
@@ -264,7 +262,7 @@ class BatchWorld:
         """
         from scipy.interpolate import PchipInterpolator
 
-        qs = self._check_q(np.asarray(q_waypoints, dtype=float).reshape(-1, 7), "waypoints")
+        qs = self._check_q(np.asarray(q_waypoints, dtype=float).reshape(-1, self.dof), "waypoints")
         ts = np.asarray(times, dtype=float).reshape(-1)
         if ts.shape[0] != qs.shape[0]:
             raise ValueError(f"{qs.shape[0]} waypoints but {ts.shape[0]} times")
@@ -275,18 +273,18 @@ class BatchWorld:
         knots = np.concatenate([[0.0], ts])
         points = np.vstack([self.arm_q(), qs])
         speed = np.abs(np.diff(points, axis=0)) / np.diff(knots)[:, None]
-        limits = np.asarray(self.config.velocity_limits)
+        limits = self._velocity_limits
         if np.any(speed > limits):
             seg_i, j = np.unravel_index(np.argmax(speed / limits), speed.shape)
             raise ValueError(
-                f"segment {seg_i} needs {ARM_JOINTS[j]} at {speed[seg_i, j]:.2f} rad/s, above its "
+                f"segment {seg_i} needs {self.arm_joints[j]} at {speed[seg_i, j]:.2f} rad/s, above its "
                 f"{limits[j]:.2f} rad/s limit; slow the motion down"
             )
         dt = self.timestep
         n = max(1, math.ceil(ts[-1] / dt - 1e-9))
         t = np.minimum(np.arange(1, n + 1) * dt, ts[-1])
         if interpolation == "linear":
-            setpoints = np.column_stack([np.interp(t, knots, points[:, j]) for j in range(7)])
+            setpoints = np.column_stack([np.interp(t, knots, points[:, j]) for j in range(self.dof)])
             seg = np.clip(np.searchsorted(knots, t, side="left") - 1, 0, len(ts) - 1)
             velocities = (np.diff(points, axis=0) / np.diff(knots)[:, None])[seg]
         elif interpolation == "pchip":
@@ -329,7 +327,7 @@ class BatchWorld:
         """4x4 world TCP pose the arm would have at joint positions ``q`` (forward kinematics)."""
         s = self._scratch
         s.qpos[:] = self.data.qpos
-        s.qpos[self._arm_qpos] = self._check_q(np.asarray(q, dtype=float).reshape(7), "q")
+        s.qpos[self._arm_qpos] = self._check_q(np.asarray(q, dtype=float).reshape(self.dof), "q")
         mujoco.mj_kinematics(self.model, s)
         t = np.eye(4)
         t[:3, :3] = s.site_xmat[self._tcp].reshape(3, 3)
@@ -337,8 +335,8 @@ class BatchWorld:
         return t
 
     def gripper_width(self) -> float:
-        """Distance between the fingers (m), 0..0.08."""
-        return float(np.sum(self.data.qpos[self._finger_qpos]))
+        """Distance between the fingertip pads (m), 0 up to the gripper's largest opening."""
+        return self.robot.sim.finger_width(self.data.qpos[self._finger_qpos])
 
     def _gripper(self, ctrl: float, wait: bool) -> float:
         self.data.ctrl[self._grip_act] = ctrl
@@ -357,11 +355,11 @@ class BatchWorld:
 
     def open_gripper(self, wait: bool = True) -> float:
         """Open the fingers; with ``wait``, step until they stop. Returns the width (m)."""
-        return self._gripper(GRIPPER_OPEN_CTRL, wait)
+        return self._gripper(self.robot.sim.gripper_open_ctrl, wait)
 
     def close_gripper(self, wait: bool = True) -> float:
         """Close the fingers; with ``wait``, step until they stop (on an object or shut)."""
-        return self._gripper(GRIPPER_CLOSED_CTRL, wait)
+        return self._gripper(self.robot.sim.gripper_closed_ctrl, wait)
 
     # ---------------------------------------------------------------------------------------
     # Objects and contacts.

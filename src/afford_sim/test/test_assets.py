@@ -12,7 +12,7 @@ import pytest
 import trimesh
 from scipy.spatial import ConvexHull, Delaunay
 
-from afford_perception.ontology import CATEGORIES
+from afford_core.ontology import CATEGORIES
 from afford_sim.assets import (
     GENERATORS,
     Asset,

@@ -32,7 +32,7 @@ HOST = f"127.0.{os.getpid() % 250 + 1}.{(os.getpid() // 250) % 250 + 1}"
 @pytest.fixture(scope="module")
 def world() -> Iterator[FrankyWorld]:
     w = FrankyWorld(FrankyWorldConfig(hostname=HOST))
-    w.start("pick up the cube", seed=0)
+    w.start("pick-cube-v1", seed=0)
     yield w
     w.stop()
 
@@ -55,7 +55,7 @@ def _top_down(world: FrankyWorld, xyz: np.ndarray, yaw: float) -> franky.Cartesi
 def test_scene_tree_compiles_with_robot_and_objects() -> None:
     """The executor's robot and the perception camera must live in the same model as the
     objects, with the names the contact checks and the segmentation rely on."""
-    task, placed = scene_for("put the banana on the plate", seed=2)
+    task, placed = scene_for("place-banana-plate-v1", seed=2)
     tree, _ = build_scene_tree(placed, placed.spec.cameras, FrankyWorldConfig())
     import xml.etree.ElementTree as ET
 
@@ -66,18 +66,15 @@ def test_scene_tree_compiles_with_robot_and_objects() -> None:
     assert any(n.startswith("banana/") for n in names) and any(n.startswith("plate/") for n in names)
     assert model.camera("front").id >= 0 and model.site("tcp").id >= 0
     assert model.joint(ROBOT_PREFIX + "fr3_joint1").id >= 0
-    assert task.name == "place"
+    assert task.task_id == "place-banana-plate-v1"
 
 
 def test_final_stage_of_every_task() -> None:
     """/sim_world/evaluate reports the check of the task's last stage; a wrong stage would
     report a pick as done before the lift, or a place while the object is still held."""
-    from afford_perception.types import Intent, NextAction
-
-    intent = Intent(target="mug", grasp_region="handle", next_action=NextAction.PICK)
-    expected = {"pick": "lift", "place": "place", "hang": "hang", "pour": "pour", "open_drawer": "pull"}
-    for name, cls in TASKS.items():
-        assert final_stage(cls(intent)) == expected[name]
+    expected = {"pick": "lift", "place": "place", "hang": "hang", "pour": "pour", "open": "pull"}
+    for _, cls in TASKS.items():
+        assert final_stage(cls()) == expected[cls.skill]
 
 
 def test_ground_truth_agrees_with_batch_world(world: FrankyWorld) -> None:
@@ -130,7 +127,7 @@ def test_grasp_holds_the_cube_when_lifted(world: FrankyWorld, robot: franky.Robo
 
 def test_reset_keeps_the_connection(world: FrankyWorld, robot: franky.Robot) -> None:
     """After a new scene the executor's franky connection must still work (no reconnect)."""
-    info = world.reset("pick up the mug by its handle", seed=1)
+    info = world.reset("pick-mug-v1", seed=1)
     assert info.objects == ("mug",)
     q = world.ground_truth().arm_q()
     assert np.allclose(q, info.placed.spec.robot_q, atol=0.02)
@@ -139,7 +136,9 @@ def test_reset_keeps_the_connection(world: FrankyWorld, robot: franky.Robot) -> 
     world.wait_sim_time(0.2)
     assert abs(world.ground_truth().arm_q()[6] - target[6]) < 0.01
     with pytest.raises(ValueError):
-        world.reset("pick up the mug", seed=-1)
+        world.reset("pick-mug-v1", seed=-1)
+    with pytest.raises(KeyError, match="unknown task"):
+        world.reset("pick up the mug", seed=1)
     assert world.scene.generation == info.generation  # a refused reset leaves the scene
 
 

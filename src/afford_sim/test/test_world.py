@@ -15,7 +15,8 @@ import pytest
 import trimesh
 from scipy.optimize import minimize
 
-from afford_sim.mjcf import TCP_OFFSET, to_xml
+from afford_core.robots import get_robot
+from afford_sim.mjcf import to_xml
 from afford_sim.scene import (
     CameraSpec,
     ObjectSpec,
@@ -26,6 +27,7 @@ from afford_sim.scene import (
 )
 from afford_sim.world import FINGERS, BatchWorld
 
+TCP_OFFSET = float(get_robot("fr3").sim.tcp_matrix[2, 3])
 FRONT = CameraSpec()
 # A calibrated camera at the same place with a longer lens and an off-centre principal point.
 K_CALIB = FRONT.intrinsics() @ np.diag([1.15, 1.1, 1.0]) + np.array([[0, 0, 31.0], [0, 0, -17.0], [0, 0, 0]])

@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from afford_core.ontology import category
+from afford_core.types import ObjectCloud
 from afford_perception.affordance.dataset import MANIFEST, SPLITS, AffordanceSplit, load, load_manifest
 from afford_perception.grounding.base import GroundingError, GroundingSource, make_source, region_mask
 from afford_perception.grounding.views import iou
-from afford_perception.ontology import category
-from afford_perception.types import ObjectCloud
 
 #: The held-out splits, scored by default (``train`` is not a benchmark).
 HELDOUT_SPLITS: tuple[str, ...] = tuple(s for s in SPLITS if s != "train")

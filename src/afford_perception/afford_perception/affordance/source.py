@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from afford_core.ontology import AFFORDANCES, category
+from afford_core.types import ObjectCloud
 from afford_perception.affordance.anchoring import AnchorConfig, AnchoredEmbedder
 from afford_perception.affordance.model import (
     AffordanceModel,
@@ -42,8 +44,6 @@ from afford_perception.affordance.model import (
 )
 from afford_perception.affordance.vocabulary import category_text, split_phrasings
 from afford_perception.grounding.base import GroundingSource, register_source
-from afford_perception.ontology import AFFORDANCES, category
-from afford_perception.types import ObjectCloud
 
 _LOG = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from afford_perception.ontology import AFFORDANCES, category
+from afford_core.ontology import AFFORDANCES, category
 
 # The phrasings of every ontology affordance. Words a person might use for the region, from
 # part names ("the spout") to function ("where liquid comes out"). One phrase names one

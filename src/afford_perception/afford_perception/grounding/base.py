@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from afford_perception.ontology import category
-from afford_perception.types import ObjectCloud
+from afford_core.ontology import category
+from afford_core.types import ObjectCloud
 
 
 class GroundingError(ValueError):

@@ -42,9 +42,9 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
+from afford_core.ontology import category
+from afford_core.types import ObjectCloud
 from afford_perception.grounding.base import GroundingError, GroundingSource, check_query, register_source
-from afford_perception.ontology import category
-from afford_perception.types import ObjectCloud
 
 # Depth of the rim band per open container (m). A category prior: the lip of a mug, a rolled
 # paper-cup bead, the upper curve of a bowl wall. Values sit mid-range of the asset library's

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from afford_core.ontology import category
+from afford_core.types import ObjectCloud
 from afford_perception.grounding.base import GroundingError, GroundingSource, register_source
-from afford_perception.ontology import category
-from afford_perception.types import ObjectCloud
 
 
 @register_source("oracle")

@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from afford_core.ontology import category
+from afford_core.types import ObjectCloud
 from afford_perception.grounding.base import GroundingSource, region_mask
-from afford_perception.ontology import category
-from afford_perception.types import ObjectCloud
 
 AssetFactory = Callable[[str, int], Any]
 
@@ -294,19 +294,13 @@ class PartScore:
         return float(np.min(self.ious)) if self.ious else float("nan")
 
 
-def _default_assets() -> AssetFactory:
-    from afford_sim.assets import make  # lazy: perception must not import the simulator at load
-
-    return make
-
-
 def evaluate(
     source: GroundingSource,
     categories: Sequence[str],
     seeds: Sequence[int],
     views: Sequence[ViewSpec],
+    make_asset: AssetFactory,
     parts: dict[str, Sequence[str]] | None = None,
-    make_asset: AssetFactory | None = None,
     n: int | None = None,
     threshold: float = 0.5,
     min_part_points: int = 10,
@@ -318,14 +312,14 @@ def evaluate(
         categories: Ontology categories to build assets of.
         seeds: Asset seeds (shape instances) per category.
         views: How each asset is observed; every asset is seen in every view.
+        make_asset: ``(category, seed) -> Asset`` (``afford_sim.assets.make`` for the procedural
+            library; perception itself never imports the simulator).
         parts: Parts to score per category; default all of the category's parts.
-        make_asset: ``(category, seed) -> Asset``; default ``afford_sim.assets.make``.
         n: Surface samples per cloud; default by each view's density.
         threshold: Score threshold that makes the predicted region.
         min_part_points: A cloud in which the part has fewer labelled points is skipped for that
             part and counted in ``PartScore.skipped``.
     """
-    make_asset = make_asset or _default_assets()
     results: dict[tuple[str, str], PartScore] = {}
     for cat in categories:
         cat_parts = tuple(parts[cat]) if parts and cat in parts else category(cat).parts

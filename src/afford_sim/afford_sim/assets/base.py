@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import trimesh
 
-from afford_perception.ontology import Category, category
+from afford_core.ontology import Category, category
 
 
 @dataclass

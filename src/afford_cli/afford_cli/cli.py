@@ -1,0 +1,491 @@
+"""The afford command: run task sentences on the simulated FR3, evaluate the selection layer,
+inspect the assets.
+
+    afford run "hang the mug on the rack" --seed 2 --grounding geometric --video out.mp4
+    afford run "pick up the scoop" --json
+    afford run --task hang-mug-v1 --seed 2
+    afford tasks --tier easy
+    afford robots
+    afford objects
+    afford show mug --seed 2 -o mug.png
+    afford show mug --query "where you hold it" -o mug_heat.png
+    afford affordance data --out data/affordance
+    afford affordance train --data data/affordance --minutes 60
+    afford affordance eval --data data/affordance --json
+    afford eval run --suite hang --suite pour --scenes 20 --out runs/hp20   (or: afford eval --suite ...)
+    afford eval report runs/hp20
+    afford eval verify runs/hp20
+    afford eval replay runs/hp20 --suite hang --scene 3 -o hang3.html
+
+Errors print one line on stderr and exit non-zero.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def _setup_env() -> None:
+    # Offline model loading and headless rendering, also when scripts/env.sh was not sourced.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from afford_pipeline.spine import SpineConfig, run_sentence, run_task
+
+    if not args.sentence and not args.task:
+        raise ValueError('empty task: give a sentence or --task ID, e.g. afford run "pick up the scoop"')
+    config = SpineConfig(grounding=args.grounding, seed=args.seed, video_path=args.video, robot=args.robot,
+                         allow_unvalidated_robot=args.allow_unvalidated_robot)
+    progress = None if args.json else (lambda line: print(line, flush=True))
+    if args.task:
+        result = run_task(args.task, config, progress=progress, sentence=args.sentence or None)
+    else:
+        result = run_sentence(args.sentence, config, progress=progress)
+    if args.json:
+        print(json.dumps(result.as_dict()))
+    else:
+        print(result.summary())
+    return 0 if result.success else 3
+
+
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    from afford_sim.tasks import TASKS, task_ids
+
+    ids = task_ids(tier=args.tier, robot=args.robot)
+    rows = [TASKS.get(i) for i in ids]
+    if args.json:
+        print(json.dumps([
+            {"id": c.task_id, "tier": c.tier, "skill": c.skill, "robots": list(c.robots),
+             "objects": [o for o in (c.target, c.destination) if o], "instructions": list(c.instructions)}
+            for c in rows
+        ]))
+        return 0
+    if not rows:
+        print("no task matches")
+        return 0
+    width = max(len(c.task_id) for c in rows)
+    print(f"{'id':<{width}}  {'tier':<6}  {'skill':<6}  {'robots':<10}  instruction")
+    for c in rows:
+        robots = ",".join(c.robots)
+        print(f"{c.task_id:<{width}}  {c.tier:<6}  {c.skill:<6}  {robots:<10}  {c.instructions[0]}")
+    print(f"{len(rows)} tasks (`afford run --task ID`; `--json` lists every phrasing)")
+    return 0
+
+
+def _cmd_robots(args: argparse.Namespace) -> int:
+    from afford_core.robots import DEFAULT_ROBOT, ROBOTS
+    from afford_sim.tasks import task_ids
+
+    rows = []
+    for name, robot in ROBOTS.items():
+        g = robot.gripper
+        rows.append({
+            "name": name, "title": robot.title, "dof": robot.dof, "drive": robot.drive,
+            "gripper": g.name, "stroke_m": g.max_width, "max_force_n": g.max_force,
+            "tasks": len(task_ids(robot=name)), "default": name == DEFAULT_ROBOT,
+        })
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    for r in rows:
+        mark = " (default)" if r["default"] else ""
+        print(f"{r['name']:<6} {r['title']}{mark}")
+        hand = f"{r['gripper']} ({r['stroke_m'] * 1000:.0f} mm, {r['max_force_n']:.0f} N)"
+        print(f"       {r['dof']} joints, {hand}, driven by {r['drive']}, validated on {r['tasks']} tasks")
+    return 0
+
+
+def _cmd_objects(args: argparse.Namespace) -> int:
+    from afford_core.ontology import CATEGORIES
+    from afford_sim import assets
+
+    rows = []
+    for name in assets.categories():
+        cat = CATEGORIES[name]
+        meta = assets.metadata(assets.make(name, 0))
+        affs = "; ".join(f"{p}: {', '.join(a)}" for p, a in cat.affordances.items())
+        rows.append(
+            (
+                name,
+                ", ".join(cat.parts),
+                "fixed" if cat.fixed else "free",
+                "articulated" if cat.articulated else "",
+                affs,
+                meta,
+            )
+        )
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "category": r[0],
+                        "parts": r[1].split(", "),
+                        "base": r[2],
+                        "articulated": bool(r[3]),
+                        "affordances": CATEGORIES[r[0]].affordances,
+                    }
+                    for r in rows
+                ]
+            )
+        )
+        return 0
+    width = max(len(r[0]) for r in rows)
+    for name, parts, base, art, affs, _ in rows:
+        print(f"{name:<{width}}  parts: {parts:<45} {base:<5} {art}")
+        print(f"{'':<{width}}  affords: {affs}")
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from afford_sim import assets
+
+    if args.weights is not None and args.query is None:
+        raise ValueError("--weights only applies with --query (the learned model's heat map)")
+    asset = assets.make(args.object, args.seed)
+    if args.query is not None:
+        return _show_query(args, asset)
+    assets.render_labelled_cloud(asset, args.output)
+    print(f"wrote {args.output} ({asset.name}: parts {', '.join(asset.info.parts)})")
+    return 0
+
+
+SHOW_POINTS = 4096
+
+
+def _show_query(args: argparse.Namespace, asset: object) -> int:
+    from afford_perception.affordance.source import LearnedSource
+    from afford_sim import assets
+
+    if not args.query.strip():
+        raise ValueError("--query is empty; ask for a region, e.g. --query \"where you hold it\"")
+    source = LearnedSource(weights=args.weights)
+    # The same samples render_labelled_cloud draws (same n, default seed), so scores line up.
+    points = asset.surface_cloud(SHOW_POINTS)[0]  # type: ignore[attr-defined]
+    scores = source.query(points, args.query, category=args.object)
+    assets.render_labelled_cloud(asset, args.output, scores=scores, n=SHOW_POINTS)  # type: ignore[arg-type]
+    share = float((scores >= 0.5).mean())
+    print(f"wrote {args.output} ({asset.name}: {args.query!r}, {share:.0%} of points >= 0.5, "  # type: ignore[attr-defined]
+          f"weights {source.weights})")
+    return 0
+
+
+# --------------------------------------------------------------------------- afford affordance
+
+AFFORDANCE_DATA = "data/affordance"
+
+
+def _affordance_data(args: argparse.Namespace) -> int:
+    from afford_data.affordance import AffordanceDataConfig, generate
+
+    # --small: a data set for a quick look in minutes (a few shapes per category), not for the
+    # weights that ship.
+    config = (AffordanceDataConfig(train_seeds=6, heldout_seeds=2, unseen_category_seeds=4, views_per_shape=2)
+              if args.small else AffordanceDataConfig())
+    report = generate(config, args.out, progress=not args.no_progress)
+    counts = ", ".join(f"{s} {report.clouds[s]} clouds / {report.queries[s]} queries" for s in report.clouds)
+    print(f"wrote {report.out_dir} in {report.seconds:.0f} s: {counts}")
+    return 0
+
+
+def _affordance_train(args: argparse.Namespace) -> int:
+    from afford_perception.affordance.source import DEFAULT_WEIGHTS
+    from afford_perception.affordance.train import TrainConfig, train
+
+    steps = args.steps if args.steps is not None or args.minutes is not None else TrainConfig.steps
+    config = TrainConfig(data_dir=Path(args.data), out=Path(args.out or DEFAULT_WEIGHTS), steps=steps,
+                         minutes=args.minutes, seed=args.seed, threads=args.threads,
+                         resample_phrasings=not args.stored_phrasings, command=args.command_line,
+                         **({} if args.category_dropout is None else
+                            {"category_dropout": args.category_dropout}))
+    report = train(config, progress=not args.no_progress, log=lambda line: print(line, flush=True))
+    print(f"wrote {report.out}: step {report.best_step} of {report.steps}, val_unseen_shapes mIoU "
+          f"{report.best_val_miou:.3f}, {report.seconds / 60:.1f} min")
+    return 0
+
+
+def _affordance_eval(args: argparse.Namespace) -> int:
+    from afford_perception.affordance.evaluate import HELDOUT_SPLITS, evaluate_sources
+
+    splits = tuple(dict.fromkeys(args.split)) if args.split else HELDOUT_SPLITS
+    results = evaluate_sources(args.data, sources=tuple(dict.fromkeys(args.sources)), splits=splits,
+                               weights=args.weights, tell_category=not args.without_category)
+    if args.json:
+        print(json.dumps(results))
+        return 0
+    for split, by_source in results.items():
+        affs = sorted({a for r in by_source.values() for a in r["per_affordance"]})
+        print(f"{split}  (mIoU, threshold 0.5)")
+        print(f"  {'source':<10} {'overall':>8} " + " ".join(f"{a:>12}" for a in affs))
+        for name, r in by_source.items():
+            cells = " ".join(f"{r['per_affordance'].get(a, float('nan')):>12.3f}" for a in affs)
+            print(f"  {name:<10} {r['overall']:>8.3f} {cells}")
+        for name, r in by_source.items():
+            views = ", ".join(f"{k} {v:.3f}" for k, v in r.get("by_view", {}).items())
+            print(f"  {name:<10} overall by kind of view: {views}")
+    return 0
+
+
+def _add_affordance(sub: argparse._SubParsersAction) -> None:
+    from afford_perception.affordance.dataset import SPLITS
+
+    aff = sub.add_parser("affordance", help="the learned affordance model: data, train, eval")
+    asub = aff.add_subparsers(dest="affordance_command", required=True)
+    data = asub.add_parser("data", help="generate the training and held-out splits")
+    data.add_argument("--out", default=AFFORDANCE_DATA, help=f"output folder (default {AFFORDANCE_DATA})")
+    data.add_argument("--small", action="store_true", help="a few shapes per category (quick look)")
+    data.add_argument("--no-progress", action="store_true", help="no progress bar")
+    data.set_defaults(func=_affordance_data)
+    tr = asub.add_parser("train", help="train the model; the best checkpoint by validation mIoU is kept")
+    tr.add_argument("--data", default=AFFORDANCE_DATA, help=f"data set folder (default {AFFORDANCE_DATA})")
+    tr.add_argument("--minutes", type=float, default=None, help="wall-clock budget in minutes")
+    tr.add_argument("--steps", type=int, default=None, help="step budget (default 4000 without --minutes)")
+    tr.add_argument("--out", default=None, help="checkpoint path (default: the shipped weights path)")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    tr.add_argument("--stored-phrasings", action="store_true",
+                    help="ask each query with the wording the data set stored, instead of one drawn "
+                         "each step from the affordance's whole training pool")
+    tr.add_argument("--category-dropout", type=float, default=None,
+                    help="share of clouds shown as of an unknown category, so the model also answers "
+                         "without one (default: TrainConfig.category_dropout, 0.2)")
+    tr.add_argument("--no-progress", action="store_true", help="no progress lines")
+    tr.set_defaults(func=_affordance_train)
+    ev = asub.add_parser("eval", help="mIoU per affordance of each source on the held-out splits")
+    ev.add_argument("--data", default=AFFORDANCE_DATA, help=f"data set folder (default {AFFORDANCE_DATA})")
+    ev.add_argument("--split", action="append", choices=SPLITS, help="split, repeatable (default: held-out)")
+    ev.add_argument("--sources", nargs="+", default=["learned", "geometric", "oracle"],
+                    choices=_grounding_sources(), help="sources to score (default: learned geometric oracle)")
+    ev.add_argument("--weights", default=None,
+                    help="learned model checkpoint (default: $AFFORD_AFFORDANCE_WEIGHTS or the shipped file)")
+    ev.add_argument("--without-category", action="store_true",
+                    help="do not tell the learned model what each object is (the part sources always "
+                         "know it): its score on bare clouds")
+    ev.add_argument("--json", action="store_true", help="print one JSON object")
+    ev.set_defaults(func=_affordance_eval)
+
+
+# --------------------------------------------------------------------------- afford eval
+
+VIDEO_METHOD = "afford_L4_feasibility_product"
+
+
+def _eval_run(args: argparse.Namespace) -> int:
+    import dataclasses
+    import functools
+
+    from afford_eval import runs
+    from afford_eval.candidate_sets import CandidateSetConfig
+    from afford_eval.counterfactual import EvalConfig, evaluate_scene
+    from afford_eval.methods import all_method_names
+    from afford_eval.report import build_report
+    from afford_eval.suites import SUITES
+    from afford_planner.selection import RANK_TERMS
+    from afford_planner.terms import TermsConfig
+
+    suites = list(SUITES) if "all" in args.suite else list(dict.fromkeys(args.suite))
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        raise ValueError(f"unknown suite {unknown[0]!r}; suites: {', '.join(SUITES)} (or all)")
+    methods = list(dict.fromkeys(args.methods)) if args.methods else all_method_names()
+    bad = [m for m in methods if m not in all_method_names()]
+    if bad:
+        raise ValueError(f"unknown method {bad[0]!r}; methods: {', '.join(all_method_names())}")
+    out = Path(args.out or f"runs/eval-{'+'.join(suites)}-n{args.scenes}-{args.grounding}")
+    videos = tuple((VIDEO_METHOD, k) for k in range(min(args.videos, args.scenes)) if VIDEO_METHOD in methods)
+    # Resolved before the run: every threshold and weight explicit, none left to a default that
+    # a later code change could move under a stored result.
+    ev = EvalConfig(
+        grounding=args.grounding,
+        methods=tuple(methods),
+        weights={k: 1.0 for k in RANK_TERMS},
+        candidate_set=CandidateSetConfig(terms=TermsConfig()),
+        video_dir=str((out / "videos").resolve()) if videos else None,
+        video=videos,
+    )
+    # The stored config names the video folder relative to the run, so a moved run still matches.
+    stored = {**dataclasses.asdict(ev), "video_dir": "videos" if videos else None}
+    config = runs.RunConfig(tuple(suites), args.scenes, tuple(methods), args.grounding, stored)
+    summary = runs.execute(
+        out,
+        config,
+        functools.partial(evaluate_scene, config=ev),
+        command=args.command_line,
+        jobs=args.jobs,
+        progress=not args.no_progress,
+    )
+    for line in summary.redone:
+        print(f"redone: {line}", file=sys.stderr)
+    report = build_report(out)
+    print(
+        f"run {out}: {summary.evaluated} scenes evaluated, {summary.skipped} kept from before, "
+        f"{summary.seconds:.0f} s; report {report}"
+    )
+    return 0
+
+
+def _eval_report(args: argparse.Namespace) -> int:
+    from afford_eval.report import build_report
+    from afford_eval.runs import RunError, is_finished
+
+    if not Path(args.run_dir).is_dir():
+        raise RunError(f"{args.run_dir} does not exist")
+    path = build_report(args.run_dir)
+    note = "" if is_finished(args.run_dir) else " (run not finished: partial report)"
+    print(f"wrote {path}{note}")
+    return 0
+
+
+def _eval_verify(args: argparse.Namespace) -> int:
+    from afford_eval.runs import verify
+
+    problems = verify(args.run_dir)
+    for p in problems:
+        print(f"afford: verify: {p}", file=sys.stderr)
+    if problems:
+        msg = f"{args.run_dir} failed verification ({len(problems)} problems)"
+        print(f"afford: error: {msg}", file=sys.stderr)
+        return 1
+    print(f"{args.run_dir}: intact (every file matches its manifest hash)")
+    return 0
+
+
+def _eval_replay(args: argparse.Namespace) -> int:
+    from afford_eval.replay import write_replay
+
+    path = write_replay(args.run_dir, args.suite, args.scene, args.output)
+    print(f"wrote {path}")
+    return 0
+
+
+def _add_eval(sub: argparse._SubParsersAction) -> None:
+    ev = sub.add_parser(
+        "eval",
+        help="counterfactual evaluation runs: run, report, verify, replay",
+        description="`afford eval --suite X ...` is short for `afford eval run --suite X ...`.",
+    )
+    esub = ev.add_subparsers(dest="eval_command", required=True)
+    run = esub.add_parser("run", help="run (or resume) an evaluation into a run directory, then report")
+    run.add_argument("--suite", action="append", required=True, help="suite, repeatable; 'all': every suite")
+    run.add_argument("--scenes", type=int, default=20, help="scenes per suite (default 20)")
+    run.add_argument("--methods", nargs="+", default=None, help="methods to compare (default: all)")
+    run.add_argument("--grounding", default="oracle", choices=_grounding_sources())
+    run.add_argument(
+        "--out", default=None, help="run directory (default runs/eval-<suites>-n<N>-<grounding>)"
+    )
+    run.add_argument("--jobs", type=int, default=1, help="scenes evaluated in parallel (processes)")
+    run.add_argument("--videos", type=int, default=2, help="scenes per suite whose L4 rollout is filmed")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=_eval_run)
+    rep = esub.add_parser("report", help="rebuild a run's report from its raw scene records")
+    rep.add_argument("run_dir")
+    rep.set_defaults(func=_eval_report)
+    ver = esub.add_parser("verify", help="check every file of a finished run against its manifest")
+    ver.add_argument("run_dir")
+    ver.set_defaults(func=_eval_verify)
+    rpl = esub.add_parser("replay", help="write a static HTML page replaying one scene")
+    rpl.add_argument("run_dir")
+    rpl.add_argument("--suite", required=True)
+    rpl.add_argument("--scene", type=int, required=True)
+    rpl.add_argument("-o", "--output", default="replay.html")
+    rpl.set_defaults(func=_eval_replay)
+
+
+def _eval_alias(argv: list[str]) -> list[str]:
+    """`afford eval --suite ...` -> `afford eval run --suite ...` (help flags excepted)."""
+    if len(argv) >= 2 and argv[0] == "eval" and argv[1].startswith("-") and argv[1] not in ("-h", "--help"):
+        return ["eval", "run", *argv[1:]]
+    return argv
+
+
+def _grounding_sources() -> list[str]:
+    from afford_perception.grounding import available_sources
+
+    return available_sources()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="afford", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a task (sentence or id) through the spine in the batch world")
+    run.add_argument("sentence", nargs="?", default="", help='e.g. "hang the mug on the rack"')
+    run.add_argument("--task", default=None, help="task id (`afford tasks`); alone, its instruction is used")
+    run.add_argument("--seed", type=int, default=0, help="scene and object seed (default 0)")
+    run.add_argument(
+        "--grounding",
+        default="oracle",
+        choices=_grounding_sources(),
+        help="where the grasp region comes from (default: oracle)",
+    )
+    run.add_argument("--video", default=None, help="write an MP4 of the execution here")
+    run.add_argument("--robot", default="fr3", help="the arm (see `afford robots`; default fr3)")
+    run.add_argument("--allow-unvalidated-robot", action="store_true",
+                     help="run a task on a robot it is not validated on (`afford tasks` lists them)")
+    run.add_argument("--json", action="store_true", help="print one JSON object instead of a report")
+    run.set_defaults(func=_cmd_run)
+
+    tasks = sub.add_parser("tasks", help="list the registered tasks: id, tier, skill, robots, instruction")
+    tasks.add_argument("--tier", choices=["easy", "medium", "hard"], default=None)
+    tasks.add_argument("--robot", default=None, help="only tasks validated on this robot")
+    tasks.add_argument("--json", action="store_true")
+    tasks.set_defaults(func=_cmd_tasks)
+
+    robots = sub.add_parser("robots", help="list the registered robots (arms and grippers)")
+    robots.add_argument("--json", action="store_true")
+    robots.set_defaults(func=_cmd_robots)
+
+    objs = sub.add_parser("objects", help="list the procedural asset library")
+    objs.add_argument("--json", action="store_true")
+    objs.set_defaults(func=_cmd_objects)
+
+    show = sub.add_parser("show", help="draw an object's labelled surface cloud to a PNG")
+    show.add_argument("object", help="category name, see `afford objects`")
+    show.add_argument("--seed", type=int, default=0)
+    show.add_argument("-o", "--output", default="object.png")
+    show.add_argument("--query", default=None,
+                      help='draw the learned model\'s heat for a phrase instead, e.g. "the spout"')
+    show.add_argument("--weights", default=None, help="learned model checkpoint for --query")
+    show.set_defaults(func=_cmd_show)
+
+    _add_eval(sub)
+    _add_affordance(sub)
+    from afford_bringup.launcher import register_cli as add_bringup
+    from afford_ros import graph_cli
+
+    add_bringup(sub)
+    graph_cli.add_parsers(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _setup_env()
+    argv = _eval_alias(list(sys.argv[1:] if argv is None else argv))
+    args = build_parser().parse_args(argv)
+    args.command_line = shlex.join(["afford", *argv])
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        print("afford: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `afford tasks | head`: the reader has gone, nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (ValueError, KeyError, RuntimeError, FileNotFoundError) as err:
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+        print(f"afford: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Data generation: the affordance model's part-labelled clouds (and, later, demonstrations)."""

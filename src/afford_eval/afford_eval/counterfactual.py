@@ -1,0 +1,298 @@
+"""Counterfactual execution of a scene: every candidate from one saved state, then every method.
+
+``evaluate_scene`` builds the scene's candidate set, saves the world state, executes every
+candidate from that identical state through the task's skill to the task's stage checks,
+re-executes a sample to measure determinism, and only then applies the methods, which see
+the candidates' terms but not the outcomes. The scene record it returns is the contract with
+the run directories and the report (see :func:`evaluate_scene` for its schema).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from afford_core.grasp import GraspCandidate
+from afford_eval.candidate_sets import CandidateSetConfig, build_candidate_set, scene_seed
+from afford_eval.methods import MethodContext, all_method_names, apply_methods
+from afford_eval.suites import sentence_for, task_for_scene
+from afford_planner.selection import SelectionConfig
+
+NO_PLAN = "no plan"
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Options of a counterfactual evaluation, fixed before the run.
+
+    Attributes:
+        grounding: Grounding source of the regions (``oracle`` or ``geometric``).
+        methods: Methods applied to every set; empty: all registered methods.
+        determinism_samples: Planned candidates per scene executed a second time from the same
+            state, to measure how often the simulator disagrees with itself.
+        weights: Weighted-sum weight per rank term (unnamed terms weigh 1.0).
+        candidate_set: How the candidate set is built (generic sampler, term parameters).
+        video_dir: Where rollout videos go; None records none.
+        video: ``(method, scene_index)`` pairs whose selected candidate's rollout is recorded
+            (again, from the same saved state, with frames from the ``video`` camera).
+        video_fps: Frames per second of the videos.
+    """
+
+    grounding: str = "oracle"
+    methods: tuple[str, ...] = ()
+    determinism_samples: int = 2
+    weights: dict[str, float] = field(default_factory=dict)
+    candidate_set: CandidateSetConfig = field(default_factory=CandidateSetConfig)
+    video_dir: str | None = None
+    video: tuple[tuple[str, int], ...] = ()
+    video_fps: int = 20
+
+    def __post_init__(self) -> None:
+        from afford_perception.grounding import available_sources
+
+        if self.grounding not in available_sources():
+            raise ValueError(f"unknown grounding {self.grounding!r}; known: {available_sources()}")
+        unknown = [m for m in self.methods if m not in all_method_names()]
+        if unknown:
+            raise ValueError(f"unknown methods {unknown}; known: {all_method_names()}")
+        if self.determinism_samples < 0:
+            raise ValueError(f"determinism_samples must be >= 0, got {self.determinism_samples}")
+        if self.video and self.video_dir is None:
+            raise ValueError("video rollouts were requested but video_dir is None")
+        bad = [m for m, _ in self.video if m not in all_method_names()]
+        if bad:
+            raise ValueError(f"video names unknown methods {bad}")
+        if self.video_fps < 1:
+            raise ValueError(f"video_fps must be >= 1, got {self.video_fps}")
+        SelectionConfig(weights=dict(self.weights))  # the same checks as every ranking will make
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready resolved form, for a run's config file."""
+        return {
+            "grounding": self.grounding,
+            "methods": self.method_names,
+            "determinism_samples": self.determinism_samples,
+            "weights": SelectionConfig(weights=dict(self.weights)).as_dict()["weights"],
+            "candidate_set": self.candidate_set.as_dict(),
+            "video_dir": self.video_dir,
+            "video": [list(v) for v in self.video],
+            "video_fps": self.video_fps,
+        }
+
+    @property
+    def method_names(self) -> list[str]:
+        return list(self.methods) if self.methods else all_method_names()
+
+
+def execute_candidate(
+    ep: Any, state: Any, grasp: GraspCandidate, frames: list[np.ndarray] | None = None, fps: int = 20
+) -> dict[str, Any]:
+    """Execute ``grasp`` from ``state`` through every stage of the task's skill.
+
+    Returns the outcome ``{"success", "stages": {name: bool}, "failed_stage", "detail"}``:
+    stages run in order and stop at the first that fails its check or cannot run; stages not
+    reached are recorded False. A candidate without a collision-free plan fails at stage
+    ``"plan"`` with detail ``"no plan"``. When ``frames`` is a list, ``video`` camera frames are
+    appended to it.
+    """
+    from afford_pipeline.execution import WorldExecutor
+    from afford_planner.skills import stage_iter
+
+    if grasp.index not in ep.plans:
+        return {"success": False, "stages": {}, "failed_stage": "plan", "detail": NO_PLAN}
+    ep.restart(state)
+    ep.task.begin(ep.world)
+    executor = WorldExecutor(ep.world, frames, fps, camera="video" if frames is not None else None)
+    stages = ep.stages(grasp, executor)
+    result: dict[str, bool] = {}
+    failed, detail = None, ""
+    try:
+        executor.frame()
+        for report in stage_iter(stages):
+            if not report.executed:
+                result[report.name], failed, detail = False, report.name, report.reason
+                break
+            check = ep.task.check(report.name, ep.world)
+            ok = True if check is None else bool(check.ok)
+            result[report.name] = ok
+            if not ok:
+                failed, detail = report.name, check.detail if check is not None else ""
+                break
+    except Exception as err:  # a crash in one rollout is that candidate's failure, not the scene's
+        name = next((n for n, _ in stages if n not in result), "unknown")
+        result[name], failed, detail = False, name, f"error: {type(err).__name__}: {err}"
+    for name, _ in stages:
+        result.setdefault(name, False)
+    return {"success": failed is None, "stages": result, "failed_stage": failed, "detail": detail}
+
+
+def _candidate_record(
+    c: GraspCandidate, planned: bool, origin: str, outcome: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "index": int(c.index),
+        "source": c.source,
+        "origin": origin,
+        "position": [float(v) for v in c.position],
+        "rotation": [[float(v) for v in row] for row in c.rotation],
+        "width": float(c.width),
+        "terms": {k: float(v) for k, v in sorted(c.terms.items()) if math.isfinite(float(v))},
+        "planned": planned,
+        "outcome": outcome,
+    }
+
+
+def _record_video(ep: Any, state: Any, grasp: GraspCandidate, path: Path, fps: int) -> dict[str, Any]:
+    import imageio.v2 as imageio
+
+    frames: list[np.ndarray] = []
+    outcome = execute_candidate(ep, state, grasp, frames=frames, fps=fps)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if frames:
+        imageio.mimwrite(str(path), cast(list[Any], frames), fps=fps, macro_block_size=1)
+    return outcome
+
+
+def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = None) -> dict[str, Any]:
+    """Evaluate scene ``scene_index`` of ``suite`` counterfactually; returns the scene record.
+
+    Record (JSON-serialisable)::
+
+        {"suite", "scene", "seed", "sentence", "grounding", "candidate_set_hash",
+         "candidates": [{"index", "source", "origin" ("propose" | "antipodal"), "position",
+                         "rotation", "width", "terms": {...}, "planned": bool,
+                         "outcome": {"success", "stages": {name: bool},
+                                     "failed_stage": str | None, "detail": str}}],
+         "methods": {name: selected index | None},
+         "determinism": [{"index", "first": bool, "second": bool}],
+         "videos": [{"method", "index", "path", "success", "agrees": bool}],
+         "timings_s": {"build", "execute", "determinism", "methods", "videos", "total",
+                       "per_candidate"}}
+
+    A method's success in the scene is ``candidates[methods[name]].outcome.success``
+    (a failure when it abstained, ``None``). A scene whose target region cannot be grounded
+    has no candidates, every method abstains, and ``"unevaluable"`` holds the reason.
+    """
+    cfg = config or EvalConfig()
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    try:
+        built = build_candidate_set(suite, scene_index, cfg.grounding, cfg.candidate_set)
+    except ValueError as err:
+        # The target or its region was not seen: no candidate set exists, so every method
+        # abstains and the scene counts as a failure for all of them alike.
+        return {
+            "suite": suite,
+            "scene": scene_index,
+            "seed": scene_seed(suite, scene_index),
+            "task_id": task_for_scene(suite, scene_index),
+            "sentence": sentence_for(suite, scene_index),
+            "grounding": cfg.grounding,
+            "candidate_set_hash": None,
+            "candidates": [],
+            "methods": {name: None for name in cfg.method_names},
+            "determinism": [],
+            "videos": [],
+            "unevaluable": str(err),
+            "timings_s": {"total": time.perf_counter() - t0},
+        }
+    ep, cands = built.episode, built.candidates
+    try:
+        timings["build"] = time.perf_counter() - t0
+        state = ep.world.save_state()
+
+        t = time.perf_counter()
+        outcomes = {c.index: execute_candidate(ep, state, c) for c in cands}
+        timings["execute"] = time.perf_counter() - t
+        executed = sum(1 for c in cands if c.index in ep.plans)
+        timings["per_candidate"] = timings["execute"] / executed if executed else 0.0
+
+        t = time.perf_counter()
+        planned = [c for c in cands if c.index in ep.plans]
+        seed = scene_seed(suite, scene_index)
+        rng = np.random.default_rng(seed)
+        sample = rng.choice(len(planned), size=min(cfg.determinism_samples, len(planned)), replace=False)
+        determinism = []
+        for k in sorted(int(i) for i in sample):
+            c = planned[k]
+            again = execute_candidate(ep, state, c)
+            determinism.append(
+                {"index": int(c.index), "first": outcomes[c.index]["success"], "second": again["success"]}
+            )
+        timings["determinism"] = time.perf_counter() - t
+
+        # The methods run after execution but are given only the candidates and the context.
+        t = time.perf_counter()
+        context = MethodContext(
+            seed=seed,
+            object_center=built.object_center,
+            region_points=built.region_points,
+            K=built.K,
+            world_T_camera=built.world_T_camera,
+            image_size=built.image_size,
+            weights=dict(cfg.weights),
+        )
+        methods = apply_methods(cands, context, cfg.method_names)
+        timings["methods"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        videos = []
+        by_index = {c.index: c for c in cands}
+        for method, scene in cfg.video:
+            idx = methods.get(method)
+            if scene != scene_index or idx is None or idx not in ep.plans:
+                continue
+            assert cfg.video_dir is not None
+            path = Path(cfg.video_dir) / f"{suite}_{scene_index:04d}_{method}.mp4"
+            out = _record_video(ep, state, by_index[idx], path, cfg.video_fps)
+            videos.append(
+                {
+                    "method": method,
+                    "index": idx,
+                    "path": path.name,  # relative to the video directory, so a run can move
+                    "success": out["success"],
+                    "agrees": out["success"] == outcomes[idx]["success"],
+                }
+            )
+        timings["videos"] = time.perf_counter() - t
+        timings["total"] = time.perf_counter() - t0
+        return {
+            "suite": suite,
+            "scene": scene_index,
+            "seed": seed,
+            "task_id": task_for_scene(suite, scene_index),
+            "sentence": sentence_for(suite, scene_index),
+            "grounding": cfg.grounding,
+            "candidate_set_hash": built.set_hash,
+            "candidates": [
+                _candidate_record(c, c.index in ep.plans, built.origins[c.index], outcomes[c.index])
+                for c in cands
+            ],
+            "methods": methods,
+            "determinism": determinism,
+            "videos": videos,
+            "timings_s": {k: round(v, 3) for k, v in timings.items()},
+        }
+    finally:
+        ep.world.close()
+
+
+def method_success(record: dict[str, Any], method: str) -> bool:
+    """Whether ``method`` succeeded in the scene of ``record`` (False when it abstained)."""
+    idx = record["methods"][method]
+    if idx is None:
+        return False
+    by_index = {c["index"]: c for c in record["candidates"]}
+    return bool(by_index[idx]["outcome"]["success"])
+
+
+def determinism_disagreements(records: Sequence[dict[str, Any]]) -> tuple[int, int]:
+    """(re-executions whose outcome differed from the first, re-executions) over ``records``."""
+    pairs = [d for r in records for d in r["determinism"]]
+    return sum(1 for d in pairs if d["first"] != d["second"]), len(pairs)

@@ -1,0 +1,403 @@
+"""The report of an evaluation run, derived from its raw scene records alone.
+
+``build_report(run_dir)`` reads ``config.json``, ``provenance.json`` and
+``scenes/<suite>/*.json`` and writes ``report/report.md``, ``report/summary.json`` (every
+number of the report, for tests and for comparing runs) and one PNG per suite. It never reads
+anything the run did not store, so a report can be rebuilt, with a fixed table layout or a new
+plot, from a finished run whose evidence is hashed in its manifest; ``report/`` is outside that
+manifest for this reason (see ``runs``).
+
+A method's outcome in a scene is the stored outcome of the candidate it selected; a null
+selection is an abstention and counts as a failure (AFFORD-X: abstaining is the safe choice,
+but it does not finish the task). Every paired difference resamples whole scenes, so the
+interval accounts for the pairing of methods on the same candidate set.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from afford_eval import runs
+
+LEVELS = ("L1", "L2", "L3", "L4")
+GATES = ("none", "feasibility")
+COMBINATIONS = ("weighted_sum", "product")
+BASELINES = ("random", "stability", "stability_filter", "oracle")
+ALL_SUITES = "all suites"
+_GATE_RE = re.compile(r"(?:^|[_/:=-])(none|feasibility|nogate|gated)(?=$|[_/:=-])")
+_COMB_RE = re.compile(r"(weighted_sum|weightedsum|product|ws|prod)(?=$|[_/:=-])")
+_LEVEL_RE = re.compile(r"(?:^|[_/:=-])(L[1-4])(?=$|[_/:=-])")
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """How the report's statistics are computed; fixed, so that a rebuilt report is identical.
+
+    Attributes:
+        confidence: Coverage of every interval (Wilson and bootstrap).
+        resamples: Scene-clustered bootstrap resamples per paired difference.
+        seed: Seed of the bootstrap's generator.
+        plots: Write the PNG plots (matplotlib, Agg).
+    """
+
+    confidence: float = 0.95
+    resamples: int = 10_000
+    seed: int = 0
+    plots: bool = True
+
+    def __post_init__(self) -> None:
+        if not 0.5 <= self.confidence < 1.0:
+            raise ValueError(f"confidence must be in [0.5, 1), got {self.confidence}")
+        if self.resamples < 100:
+            raise ValueError(f"resamples must be >= 100, got {self.resamples}")
+
+
+# --------------------------------------------------------------------------- method names
+
+
+def factorial_cell(method: str) -> tuple[str, str, str] | None:
+    """``(level, gate, combination)`` of an affordance-guided method's name, None for others.
+
+    Accepts the evaluation core's names and their common spellings, e.g.
+    ``affordance_L3_feasibility_weighted_sum`` or ``afford/L2/none/product``.
+    """
+    level, gate, comb = _LEVEL_RE.search(method), _GATE_RE.search(method), _COMB_RE.search(method)
+    if not (level and gate and comb):
+        return None
+    g = {"nogate": "none", "gated": "feasibility"}.get(gate.group(1), gate.group(1))
+    c = "weighted_sum" if comb.group(1) in ("weighted_sum", "weightedsum", "ws") else "product"
+    return level.group(1), g, c
+
+
+def _cell_index(methods: Sequence[str]) -> dict[tuple[str, str, str], str]:
+    return {cell: m for m in methods if (cell := factorial_cell(m)) is not None}
+
+
+# --------------------------------------------------------------------------- outcomes
+
+
+def _stats() -> Any:
+    from afford_eval import stats
+
+    return stats
+
+
+def wilson(successes: int, n: int, confidence: float) -> tuple[float, float]:
+    """Wilson score interval of ``successes`` in ``n`` (the evaluation core's ``stats``)."""
+    from scipy.stats import norm
+
+    lo, hi = _stats().wilson(successes, n, z=float(norm.ppf(0.5 + confidence / 2)))
+    return float(lo), float(hi)
+
+
+def paired_difference(
+    a: np.ndarray, b: np.ndarray, clusters: Sequence[str], cfg: ReportConfig
+) -> tuple[float, float, float]:
+    """Mean of ``a - b`` over scenes and its scene-clustered bootstrap interval."""
+    mean, lo, hi = _stats().paired_bootstrap(
+        a, b, clusters, n=cfg.resamples, seed=cfg.seed, confidence=cfg.confidence
+    )
+    return float(mean), float(lo), float(hi)
+
+
+def _matrix(records: Sequence[Mapping[str, Any]], methods: Sequence[str]) -> dict[str, np.ndarray]:
+    rows = [_stats().method_outcomes(r, methods) for r in records]
+    return {m: np.array([row[m] for row in rows], dtype=np.int64) for m in methods}
+
+
+def _determinism(records: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    # Not counterfactual.determinism_disagreements: reading a report must not import the simulator.
+    checks = [d for r in records for d in r.get("determinism", [])]
+    return sum(bool(d["first"]) != bool(d["second"]) for d in checks), len(checks)
+
+
+def _suite_summary(
+    records: Sequence[Mapping[str, Any]], methods: Sequence[str], cfg: ReportConfig
+) -> dict[str, Any]:
+    n = len(records)
+    outcomes = _matrix(records, methods)
+    rates: dict[str, Any] = {}
+    for m in methods:
+        k = int(outcomes[m].sum())
+        lo, hi = wilson(k, n, cfg.confidence) if n else (0.0, 1.0)
+        abstained = sum(r["methods"].get(m) is None for r in records)
+        rates[m] = {
+            "successes": k,
+            "n": n,
+            "rate": k / n if n else 0.0,
+            "low": lo,
+            "high": hi,
+            "abstained": abstained,
+        }
+    cells = _cell_index(methods)
+    # One cluster per scene: methods are paired on the same candidate set of that scene.
+    clusters = [f"{r['suite']}/{r['scene']}" for r in records]
+    comparisons: list[dict[str, Any]] = []
+
+    def compare(label: str, a: str, b: str) -> None:
+        if a in outcomes and b in outcomes and n:
+            mean, lo, hi = paired_difference(outcomes[a], outcomes[b], clusters, cfg)
+            comparisons.append({"label": label, "a": a, "b": b, "diff": mean, "low": lo, "high": hi})
+
+    for comb in COMBINATIONS:
+        for level in LEVELS:
+            on, off = cells.get((level, "feasibility", comb)), cells.get((level, "none", comb))
+            if on and off:
+                compare(f"gate on - off, {level}, {comb}", on, off)
+    best = cells.get(("L4", "feasibility", "product"))
+    if best:
+        for base in ("stability", "stability_filter", "random"):
+            compare(f"L4 product gated - {base}", best, base)
+    disagree, checked = _determinism(records)
+    n_cands = [len(r["candidates"]) for r in records]
+    any_ok = sum(any(c["outcome"]["success"] for c in r["candidates"]) for r in records)
+    frac_ok = [
+        float(np.mean([c["outcome"]["success"] for c in r["candidates"]])) if r["candidates"] else 0.0
+        for r in records
+    ]
+    return {
+        "scenes": n,
+        "rates": rates,
+        "comparisons": comparisons,
+        "determinism": {
+            "disagreements": disagree,
+            "checked": checked,
+            "rate": disagree / checked if checked else None,
+        },
+        "candidates_per_scene": float(np.mean(n_cands)) if n_cands else 0.0,
+        "scenes_with_a_success": any_ok,
+        "unevaluable": {str(r["scene"]): r["unevaluable"] for r in records if r.get("unevaluable")},
+        "mean_candidate_success": float(np.mean(frac_ok)) if frac_ok else 0.0,
+    }
+
+
+def summarise(run_dir: Path | str, cfg: ReportConfig | None = None) -> dict[str, Any]:
+    """Every number of the report, from the raw records: per suite, and pooled over suites
+    when there are several (the pooled bootstrap resamples (suite, scene) clusters)."""
+    cfg = cfg or ReportConfig()
+    config = runs.load_config(run_dir)
+    records = runs.load_records(run_dir)
+    methods = list(config.methods)
+    suites = {s: _suite_summary(records[s], methods, cfg) for s in config.suites}
+    if len(config.suites) > 1:
+        pooled = [r for s in config.suites for r in records[s]]
+        suites[ALL_SUITES] = _suite_summary(pooled, methods, cfg)
+    expected = config.scenes * len(config.suites)
+    got = sum(len(v) for v in records.values())
+    return {
+        "config": config.as_dict(),
+        "complete": got == expected,
+        "scenes_recorded": got,
+        "scenes_expected": expected,
+        "statistics": {"confidence": cfg.confidence, "resamples": cfg.resamples, "seed": cfg.seed},
+        "suites": suites,
+    }
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _pct(x: float) -> str:
+    return f"{x:.2f}"
+
+
+def _rate_cell(r: Mapping[str, Any]) -> str:
+    return f"{_pct(r['rate'])} [{_pct(r['low'])}, {_pct(r['high'])}]"
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.2f}"
+
+
+def _suite_markdown(name: str, s: Mapping[str, Any], methods: Sequence[str], plot: str | None) -> list[str]:
+    conf = "95%"
+    out = [f"## {name}", ""]
+    out.append(
+        f"{s['scenes']} scenes, {s['candidates_per_scene']:.1f} candidates per scene on average; "
+        f"{s['scenes_with_a_success']} scenes have at least one successful candidate; a uniformly "
+        f"random candidate succeeds with probability {s['mean_candidate_success']:.2f} on average."
+    )
+    for scene, why in s.get("unevaluable", {}).items():
+        out.append(f"Scene {scene} has no candidate set ({why}); every method counts it as a failure.")
+    out.append("")
+    cells = _cell_index(methods)
+    if cells:
+        out += [
+            "### AFFORD-X factorial",
+            "",
+            f"Success rate [{conf} Wilson interval]; level x gate x combination.",
+            "",
+        ]
+        heads = [f"{g} / {c}" for c in COMBINATIONS for g in GATES]
+        out.append("| level | " + " | ".join(heads) + " |")
+        out.append("|---|" + "---|" * len(heads))
+        for level in LEVELS:
+            row = []
+            for c in COMBINATIONS:
+                for g in GATES:
+                    m = cells.get((level, g, c))
+                    row.append(_rate_cell(s["rates"][m]) if m else "-")
+            out.append(f"| {level} | " + " | ".join(row) + " |")
+        out.append("")
+    base = [m for m in BASELINES if m in methods]
+    if base:
+        out += ["### Baselines", "", "| method | success rate [95% Wilson] |", "|---|---|"]
+        out += [f"| {m} | {_rate_cell(s['rates'][m])} |" for m in base]
+        out.append("")
+    out += [
+        "### Every method",
+        "",
+        "| method | successes / scenes | rate | 95% Wilson | abstained |",
+        "|---|---|---|---|---|",
+    ]
+    for m in methods:
+        r = s["rates"][m]
+        out.append(
+            f"| {m} | {r['successes']} / {r['n']} | {_pct(r['rate'])} | "
+            f"[{_pct(r['low'])}, {_pct(r['high'])}] | {r['abstained']} |"
+        )
+    out.append("")
+    if s["comparisons"]:
+        out += [
+            "### Paired differences",
+            "",
+            "Mean difference in success over the same scenes, with a scene-clustered paired "
+            "bootstrap 95% interval; an interval that excludes 0 is marked *.",
+            "",
+            "| comparison | difference | 95% interval | |",
+            "|---|---|---|---|",
+        ]
+        for c in s["comparisons"]:
+            sig = "*" if c["low"] > 0 or c["high"] < 0 else ""
+            interval = f"[{_signed(c['low'])}, {_signed(c['high'])}]"
+            out.append(f"| {c['label']} | {_signed(c['diff'])} | {interval} | {sig} |")
+        out.append("")
+    d = s["determinism"]
+    if d["checked"]:
+        out.append(
+            f"Determinism: {d['disagreements']} of {d['checked']} re-executed candidates disagree "
+            f"with their first execution (rate {d['rate']:.3f})."
+        )
+    else:
+        out.append("Determinism: no candidate was re-executed.")
+    out.append("")
+    if plot:
+        out += [f"![success rates, {name}]({plot})", ""]
+    return out
+
+
+def _plot(name: str, s: Mapping[str, Any], methods: Sequence[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rates = [s["rates"][m] for m in methods]
+    y = np.arange(len(methods))
+    x = np.array([r["rate"] for r in rates])
+    err = np.array([[r["rate"] - r["low"] for r in rates], [r["high"] - r["rate"] for r in rates]])
+    colours = ["tab:grey" if m in BASELINES else "tab:blue" for m in methods]
+    fig, ax = plt.subplots(figsize=(7.0, 0.28 * len(methods) + 1.2))
+    ax.barh(y, x, xerr=np.clip(err, 0, None), color=colours, capsize=2, height=0.7)
+    ax.set_yticks(y, methods, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("success rate (95% Wilson interval)")
+    ax.set_title(f"{name}: {s['scenes']} scenes")
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    # Fixed metadata: a rebuilt report is byte-identical.
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_")
+
+
+def render_markdown(
+    summary: Mapping[str, Any], provenance: Mapping[str, Any], plots: Mapping[str, str]
+) -> str:
+    cfg = summary["config"]
+    methods = cfg["methods"]
+    sessions = provenance.get("sessions", [])
+    first = sessions[0] if sessions else {}
+    lines = [
+        "# Counterfactual evaluation of the selection layer",
+        "",
+        "Every method ranks the same content-hashed candidate set per scene; every candidate was "
+        "executed from the identical start state, and a method's outcome is that of the candidate "
+        "it selected (an abstention is a failure). Generated from the raw scene records alone "
+        "(`afford eval report` rebuilds it).",
+        "",
+        f"- suites: {', '.join(cfg['suites'])}; {cfg['scenes']} scenes each; grounding: {cfg['grounding']}",
+        f"- methods: {len(methods)}",
+        f"- statistics: Wilson intervals and scene-clustered paired bootstrap, "
+        f"{summary['statistics']['resamples']} resamples, seed {summary['statistics']['seed']}",
+        f"- command: `{first.get('command', '?')}`",
+    ]
+    if not summary["complete"]:
+        lines.append(
+            f"- **incomplete run**: {summary['scenes_recorded']} of {summary['scenes_expected']} scene "
+            "records; the numbers cover the recorded scenes only"
+        )
+    lines.append("")
+    for name, s in summary["suites"].items():
+        lines += _suite_markdown(name, s, methods, plots.get(name))
+    lines += ["## Provenance", ""]
+    if runs.mixed_code(provenance):
+        lines += [
+            "**Warning: the sessions of this run ran different source code** (see the source "
+            "hashes below); scenes evaluated before and after the change are mixed.",
+            "",
+        ]
+    for i, sess in enumerate(sessions):
+        pk = ", ".join(f"{k} {v}" for k, v in sorted(sess.get("packages", {}).items()) if v)
+        lines.append(
+            f"- session {i + 1} ({sess.get('started', '?')}): `{sess.get('command', '')}`; git "
+            f"{sess.get('git_commit')}{' (dirty)' if sess.get('git_dirty') else ''}, source "
+            f"{str(sess.get('source_sha256'))[:12]}; "
+            f"Python {sess.get('python')}; {pk}"
+        )
+    lines += [
+        "",
+        "Resolved evaluation config:",
+        "",
+        "```json",
+        json.dumps(cfg["evaluation"], indent=1, sort_keys=True),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def build_report(run_dir: Path | str, cfg: ReportConfig | None = None) -> Path:
+    """Write ``report/report.md``, ``report/summary.json`` and the PNGs of ``run_dir``; returns
+    the path of ``report.md``. Works on unfinished runs too (marked incomplete).
+
+    Raises:
+        runs.RunError: not a run directory, or a scene record is invalid.
+    """
+    cfg = cfg or ReportConfig()
+    run_dir = Path(run_dir)
+    summary = summarise(run_dir, cfg)
+    out = run_dir / runs.REPORT
+    out.mkdir(exist_ok=True)
+    plots: dict[str, str] = {}
+    if cfg.plots:
+        for name, s in summary["suites"].items():
+            if s["scenes"]:
+                fname = f"success_{_slug(name)}.png"
+                _plot(name, s, summary["config"]["methods"], out / fname)
+                plots[name] = fname
+    runs.write_json(out / "summary.json", summary)
+    md = out / "report.md"
+    runs.write_atomic(md, render_markdown(summary, runs.load_provenance(run_dir), plots).encode())
+    return md

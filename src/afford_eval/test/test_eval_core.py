@@ -1,0 +1,277 @@
+"""Core of the counterfactual evaluation: methods, statistics, hashing, one real scene.
+
+A method comparison is only as trustworthy as these pieces: each method must choose by its own
+rule (and never by outcomes), intervals must match independent references, and every candidate
+of a real scene must have been executed from the same state, reproducibly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from afford_core.grasp import GraspCandidate
+from afford_eval.methods import (
+    METHODS,
+    MethodContext,
+    all_method_names,
+    apply_methods,
+    in_mask,
+    project,
+)
+from afford_eval.stats import paired_bootstrap, rates, wilson
+from afford_eval.suites import SUITES, check_suites, sentence_for
+from afford_sim.tasks import get_task
+
+DOWN = np.diag([1.0, -1.0, -1.0])
+
+
+def cand(index: int, xyz: tuple[float, float, float], **terms: float) -> GraspCandidate:
+    base = {"reach": 1.0, "approach": 1.0, "clearance": 1.0, "function": 1.0, "task": 1.0, "plan": 1.0}
+    base.update(terms)
+    base.setdefault("function_oracle", base["function"])
+    base.setdefault("task_oracle", base["task"])
+    return GraspCandidate(np.array(xyz), DOWN, terms=base, index=index)
+
+
+def top_camera() -> tuple[np.ndarray, np.ndarray]:
+    """A camera 1 m above (0.5, 0, 0) looking straight down; image 640 x 480."""
+    K = np.array([[500.0, 0, 320], [0, 500.0, 240], [0, 0, 1]])
+    T = np.eye(4)
+    T[:3, :3] = np.diag([1.0, -1.0, -1.0])  # OpenCV z forward = world -z
+    T[:3, 3] = [0.5, 0.0, 1.0]
+    return K, T
+
+
+def context(**kw: object) -> MethodContext:
+    K, T = top_camera()
+    args: dict[str, object] = {
+        "seed": 0,
+        "object_center": np.array([0.5, 0.0, 0.02]),
+        "K": K,
+        "world_T_camera": T,
+    }
+    args.update(kw)
+    return MethodContext(**args)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------ suites
+
+
+def test_every_suite_sentence_parses_and_has_a_task() -> None:
+    """A suite that silently drops a sentence would report a rate over other tasks than it names."""
+    check_suites()
+    assert set(SUITES) == {"pick_and_place", "hang", "pour", "tool_by_handle", "drawer"}
+    assert sentence_for("tool_by_handle", 4) == get_task(SUITES["tool_by_handle"][1]).instruction
+
+
+# ----------------------------------------------------------------------------------- methods
+
+
+def test_random_is_seeded_and_uniform() -> None:
+    """Random choice is the floor every method is compared against: it must be reproducible per
+    scene and not favour any candidate."""
+    cands = [cand(i, (0.5, 0.01 * i, 0.02)) for i in range(4)]
+    pick = METHODS["random"]
+    assert pick(cands, context(seed=5)) == pick(cands, context(seed=5))
+    counts = np.bincount([pick(cands, context(seed=s)) for s in range(2000)], minlength=4)
+    assert sps.chisquare(counts).pvalue > 0.001
+
+
+def test_stability_picks_nearest_centre_ties_by_antipodal_quality() -> None:
+    """AnyGrasp's preference: the grasp through the centre of mass, then the better squeeze."""
+    cands = [
+        cand(0, (0.56, 0.0, 0.02)),
+        cand(1, (0.52, 0.0, 0.02), antipodal=0.2),
+        cand(2, (0.5, 0.021, 0.02), antipodal=0.9),  # 0.021 m: the same 5 mm bin as 0.02
+    ]
+    ctx = context(tie_distance=0.005)
+    assert METHODS["stability"](cands, ctx) == 2
+    assert METHODS["stability"](cands[:2], ctx) == 1
+    assert METHODS["stability"](cands, context(tie_distance=0.0)) == 1
+
+
+def test_projection_matches_the_pinhole_model() -> None:
+    """The mask filter stands on projecting world points into the image; a point straight below
+    the camera lands on the principal point, and 0.1 m to the side at 1 m lands 50 px off."""
+    K, T = top_camera()
+    uv, front = project(np.array([[0.5, 0.0, 0.0], [0.6, 0.0, 0.0], [0.5, 0.0, 2.0]]), K, T)
+    assert np.allclose(uv[0], [320, 240]) and np.allclose(uv[1], [370, 240])
+    assert front.tolist() == [True, True, False]
+
+
+def test_filter_excludes_a_tcp_outside_the_region_mask() -> None:
+    """GenManip's filter: a stable grasp outside the named part's mask is not taken, even when it
+    is nearest the centre (a hammer held by its head)."""
+    xs = np.linspace(0.60, 0.64, 9)
+    region = np.array([[x, y, 0.0] for x in xs for y in np.linspace(-0.01, 0.01, 5)])
+    ctx = context(region_points=region)
+    head, handle = cand(0, (0.5, 0.0, 0.02)), cand(1, (0.62, 0.0, 0.02))
+    assert in_mask([head, handle], ctx) == [False, True]
+    assert METHODS["stability"]([head, handle], ctx) == 0
+    assert METHODS["stability_filter"]([head, handle], ctx) == 1
+    assert METHODS["stability_filter"]([head], ctx) is None
+
+
+def gate_case() -> list[GraspCandidate]:
+    """Candidate 0 is out of reach (r = 0.1) but perfect otherwise; 1 is feasible, middling."""
+    return [
+        cand(0, (0.5, 0.0, 0.02), reach=0.1),
+        cand(1, (0.5, 0.05, 0.02), approach=0.6, clearance=0.9, function=0.6, task=0.6),
+    ]
+
+
+def test_gate_matters_under_weighted_sum_not_under_product() -> None:
+    """AFFORD-X's factorial finding in miniature: a weighted sum lets function and task outvote
+    reach 0.1 unless the gate removes the grasp; a product is already driven down by it."""
+    picks = apply_methods(
+        gate_case(),
+        context(),
+        [f"afford_L3_{g}_{c}" for g in ("none", "feasibility") for c in ("weighted_sum", "product")],
+    )
+    assert picks["afford_L3_none_weighted_sum"] == 0
+    assert picks["afford_L3_feasibility_weighted_sum"] == 1
+    assert picks["afford_L3_none_product"] == picks["afford_L3_feasibility_product"] == 1
+
+
+def test_oracle_reads_the_label_terms_and_methods_do_not_mutate_the_set() -> None:
+    """The oracle differs from ours only in where the region comes from; and no method may leave
+    scores behind in the shared set, or the next method would rank another set."""
+    cands = [cand(0, (0.5, 0.0, 0.02), function_oracle=0.0), cand(1, (0.5, 0.05, 0.02), plan=0.9)]
+    before = [dict(c.terms) for c in cands]
+    picks = apply_methods(cands, context())
+    assert picks["afford_L4_feasibility_product"] == 0 and picks["oracle"] == 1
+    assert [c.terms for c in cands] == before and all(c.score == 0.0 for c in cands)
+    assert set(picks) == set(all_method_names()) and len(all_method_names()) == 3 + 16 + 1
+    with pytest.raises(KeyError, match="unknown methods"):
+        apply_methods(cands, context(), ["anygrasp"])
+
+
+# -------------------------------------------------------------------------------- statistics
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 10), (3, 10), (10, 10), (17, 40), (1, 1), (57, 100)])
+def test_wilson_matches_scipy(k: int, n: int) -> None:
+    """The reported 95% intervals are the standard Wilson score intervals."""
+    z = float(sps.norm.ppf(0.975))
+    ref = sps.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    assert wilson(k, n, z) == pytest.approx((ref.low, ref.high), abs=1e-12)
+    assert wilson(k, n) == pytest.approx((ref.low, ref.high), abs=1e-4)
+    with pytest.raises(ValueError):
+        wilson(n + 1, n)
+
+
+def test_bootstrap_matches_independent_references() -> None:
+    """With one scene per cluster the interval is the ordinary paired percentile bootstrap
+    (scipy's, a separate implementation); the point estimate is the mean paired difference."""
+    rng = np.random.default_rng(0)
+    a = (rng.random(60) < 0.7).astype(float)
+    b = (rng.random(60) < 0.4).astype(float)
+    mean, lo, hi = paired_bootstrap(a, b, list(range(60)), n=10_000, seed=1)
+    ref = sps.bootstrap((a - b,), np.mean, n_resamples=10_000, method="percentile", random_state=2)
+    assert mean == pytest.approx(float(np.mean(a - b)))
+    assert lo == pytest.approx(ref.confidence_interval.low, abs=0.02)
+    assert hi == pytest.approx(ref.confidence_interval.high, abs=0.02)
+    assert lo < mean < hi
+
+
+def test_bootstrap_resamples_clusters_not_scenes() -> None:
+    """Scenes that share a cluster move together: doubling every scene inside its own cluster
+    adds no evidence and leaves the interval unchanged, while treating the copies as independent
+    scenes would narrow it (overstating certainty)."""
+    rng = np.random.default_rng(3)
+    a, b = (rng.random(30) < 0.6).astype(float), (rng.random(30) < 0.5).astype(float)
+    single = paired_bootstrap(a, b, list(range(30)), n=4000, seed=7)
+    doubled = paired_bootstrap(np.repeat(a, 2), np.repeat(b, 2), np.repeat(np.arange(30), 2), n=4000, seed=7)
+    naive = paired_bootstrap(np.repeat(a, 2), np.repeat(b, 2), list(range(60)), n=4000, seed=7)
+    assert doubled == pytest.approx(single, abs=1e-12)
+    assert (naive[2] - naive[1]) < 0.85 * (single[2] - single[1])
+    assert paired_bootstrap([1, 0, 1], [1, 0, 1], [0, 1, 2]) == (0.0, 0.0, 0.0)
+    assert paired_bootstrap([1, 1], [0, 0], ["s", "t"]) == (1.0, 1.0, 1.0)
+
+
+def test_rates_count_abstentions_as_failures() -> None:
+    """A method that abstains did not achieve the task: its scene counts in n, not in k."""
+    rec = {
+        "suite": "s",
+        "candidates": [
+            {"index": 0, "outcome": {"success": True}},
+            {"index": 1, "outcome": {"success": False}},
+        ],
+        "methods": {"m": 0, "abstainer": None, "bad": 1},
+    }
+    table = rates([rec, rec])["s"]
+    assert (table["m"]["k"], table["m"]["n"]) == (2, 2)
+    assert (table["abstainer"]["k"], table["bad"]["k"], table["abstainer"]["n"]) == (0, 0, 2)
+    assert (table["m"]["lo"], table["m"]["hi"]) == pytest.approx(wilson(2, 2))
+
+
+# ------------------------------------------------------------------------- one real scene
+
+
+@pytest.mark.slow
+def test_one_real_scene_is_evaluated_counterfactually(tmp_path) -> None:  # noqa: ANN001
+    """Every candidate of a real pick-and-place scene is executed from the same saved state and
+    recorded; re-executions agree; methods select from the set; the record survives JSON and its
+    hash is recomputable from it, and changes with the grounding source. A video of one method's
+    rollout is recorded and agrees with the unrecorded outcome."""
+    from afford_eval.candidate_sets import CandidateSetConfig, candidate_set_id
+    from afford_eval.counterfactual import EvalConfig, evaluate_scene
+
+    cfg = EvalConfig(video_dir=str(tmp_path), video=(("afford_L4_feasibility_product", 0),))
+    rec = json.loads(json.dumps(evaluate_scene("pick_and_place", 0, cfg), allow_nan=False))
+
+    assert rec["sentence"] == "put the banana on the plate" and rec["grounding"] == "oracle"
+    cands = rec["candidates"]
+    assert [c["index"] for c in cands] == list(range(len(cands)))
+    assert {c["origin"] for c in cands} == {"propose", "antipodal"}
+    assert any(c["planned"] for c in cands)
+    for c in cands:
+        out = c["outcome"]
+        if c["planned"]:
+            assert out["stages"] and list(out["stages"])[0] == "approach"
+            assert out["success"] == all(out["stages"].values()) == (out["failed_stage"] is None)
+        else:
+            assert out == {"success": False, "stages": {}, "failed_stage": "plan", "detail": "no plan"}
+        for k in ("reach", "function", "task", "plan", "antipodal", "function_oracle", "task_oracle"):
+            assert 0.0 <= c["terms"][k] <= 1.0
+    assert set(rec["methods"]) == set(all_method_names())
+    assert all(v is None or 0 <= v < len(cands) for v in rec["methods"].values())
+    assert len(rec["determinism"]) == 2
+    assert all(d["first"] == d["second"] for d in rec["determinism"])
+    assert [v["agrees"] for v in rec["videos"]] == [True]
+    assert (tmp_path / "pick_and_place_0000_afford_L4_feasibility_product.mp4").stat().st_size > 1000
+    assert rec["timings_s"]["total"] > 0 and math.isfinite(rec["timings_s"]["per_candidate"])
+
+    rebuilt = [
+        GraspCandidate(
+            np.array(c["position"]), np.array(c["rotation"]), c["width"], c["source"], index=c["index"]
+        )
+        for c in cands
+    ]
+    args = (rebuilt, "pick_and_place", 0, rec["seed"])
+    assert candidate_set_id(*args, "oracle", CandidateSetConfig()) == rec["candidate_set_hash"]
+    assert candidate_set_id(*args, "geometric", CandidateSetConfig()) != rec["candidate_set_hash"]
+
+
+def test_a_scene_without_a_grounded_region_is_recorded_as_a_failure_for_every_method(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A camera that cannot see the handle must not stop a 100-scene run, nor be dropped from it
+    (dropping would flatter every method): the scene is kept, with every method abstaining."""
+    from afford_eval import counterfactual
+
+    def blind(*_: object, **__: object) -> None:
+        raise ValueError("geometric grounding found no cabinet drawer_handle in view")
+
+    monkeypatch.setattr(counterfactual, "build_candidate_set", blind)
+    cfg = counterfactual.EvalConfig(methods=("random", "stability"))
+    record = counterfactual.evaluate_scene("drawer", 5, cfg)
+    assert record["candidates"] == [] and record["candidate_set_hash"] is None
+    assert record["methods"] == {"random": None, "stability": None}
+    assert "drawer_handle" in record["unevaluable"]
+    assert not counterfactual.method_success(record, "random")

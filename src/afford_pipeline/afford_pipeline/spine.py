@@ -1,0 +1,324 @@
+"""The spine: from a task sentence to an executed, checked interaction in the batch world.
+
+parse -> build the scene -> perceive (render, back-project) -> ground the regions ->
+sample candidates (Stage 1) -> feasibility / function / task terms and the gate ->
+Stage 2 motion planning (1/L) -> execute the skill -> check every stage.
+
+Everything here is ROS-free; the ROS 2 graph wraps the same calls in nodes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+import numpy as np
+
+from afford_core.robots import get_robot
+from afford_planner.terms import TermsConfig
+
+Progress = Callable[[str], None] | None
+
+
+@dataclass
+class SpineConfig:
+    """Options of one spine run.
+
+    Attributes:
+        grounding: Grounding source name (``oracle``, ``geometric``, ``learned``).
+        seed: Seed of the scene (object shapes, poses) and of every sampler.
+        robot: The robot the scene is built with (``afford robots``).
+        allow_unvalidated_robot: Run a task on a robot it does not list as validated
+            (``Task.robots``); otherwise that is refused.
+        video_path: Write an MP4 of the execution here (None: no rendering during execution).
+        video_fps: Frames per second of the video.
+        plan_top_k: How many of the best-ranked eligible candidates Stage 2 plans for.
+        combination: ``product`` or ``weighted_sum`` (AFFORD-X combination rule).
+        gate: ``feasibility`` or ``none``.
+        plan_all: Baseline mode: skip the selection layer, plan every raw candidate and take
+            the shortest path (AffordSim's Stage 2 alone). For measuring what the gate saves.
+        execute: Run the skill; False stops once a grasp is chosen and planned.
+        terms: Feasibility and function parameters (the robot's workspace box among them);
+            None: the AFFORD-X defaults.
+    """
+
+    grounding: str = "oracle"
+    seed: int = 0
+    robot: str = "fr3"
+    allow_unvalidated_robot: bool = False
+    video_path: str | None = None
+    video_fps: int = 20
+    plan_top_k: int = 6
+    combination: Literal["product", "weighted_sum"] = "product"
+    gate: Literal["feasibility", "none"] = "feasibility"
+    plan_all: bool = False
+    execute: bool = True
+    terms: TermsConfig | None = None
+
+    def __post_init__(self) -> None:
+        if self.seed < 0:
+            raise ValueError("seed must be >= 0")
+        if self.plan_top_k < 1:
+            raise ValueError("plan_top_k must be >= 1")
+        if self.video_fps < 1:
+            raise ValueError("video_fps must be >= 1")
+        if self.combination not in ("product", "weighted_sum"):
+            raise ValueError(f"combination must be 'product' or 'weighted_sum', got {self.combination!r}")
+        if self.gate not in ("feasibility", "none"):
+            raise ValueError(f"gate must be 'feasibility' or 'none', got {self.gate!r}")
+        get_robot(self.robot)  # KeyError listing the known robots
+
+
+@dataclass
+class SpineResult:
+    """Everything a run produced; ``as_dict`` is the CLI's ``--json`` schema."""
+
+    task: str
+    intent: dict[str, Any] | None = None
+    candidates: int = 0
+    eligible: int = 0
+    selected: dict[str, Any] | None = None
+    stages: dict[str, bool] = field(default_factory=dict)
+    success: bool = False
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    abstained: str | None = None
+    task_id: str | None = None
+    robot: str | None = None
+    randomization: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    candidate_set: str | None = None
+    sim_seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "intent": self.intent,
+            "candidates": self.candidates,
+            "eligible": self.eligible,
+            "selected": self.selected,
+            "stages": self.stages,
+            "success": self.success,
+            "timings_ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
+            "abstained": self.abstained,
+            "task_id": self.task_id,
+            "robot": self.robot,
+            "randomization": self.randomization,
+            "checks": self.details,
+            "candidate_set": self.candidate_set,
+            "sim_seconds": round(self.sim_seconds, 3),
+        }
+
+    def summary(self) -> str:
+        lines = [f"task: {self.task!r}" + (f" ({self.task_id})" if self.task_id else "")]
+        if self.intent:
+            i = self.intent
+            lines.append(
+                f"intent: grasp the {i['target']}'s {i['grasp_region']}"
+                + (f", keep {', '.join(i['keep_clear'])} clear" if i["keep_clear"] else "")
+                + f", then {i['next_action']}"
+                + (f" -> {i['destination']} ({i['destination_region']})" if i["destination"] else "")
+            )
+        lines.append(f"candidates: {self.candidates} sampled, {self.eligible} pass the feasibility gate")
+        if self.selected is None:
+            lines.append(f"selected: none (abstained: {self.abstained})")
+        else:
+            t = self.selected["terms"]
+            lines.append(
+                "selected: #{} score {:.3f}  ({})".format(
+                    self.selected["index"],
+                    self.selected["score"],
+                    ", ".join(f"{k} {v:.2f}" for k, v in t.items()),
+                )
+            )
+        for name, ok in self.stages.items():
+            lines.append(f"  stage {name:<10} {'ok' if ok else 'FAILED'}")
+        lines.append("timings (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in self.timings_ms.items()))
+        lines.append(f"result: {'SUCCESS' if self.success else 'FAILURE'}")
+        return "\n".join(lines)
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.ms: dict[str, float] = {}
+
+    def __call__(self, name: str) -> _Timer:
+        self._name = name
+        return self
+
+    def __enter__(self) -> None:
+        self._t0 = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.ms[self._name] = self.ms.get(self._name, 0.0) + 1000 * (time.perf_counter() - self._t0)
+
+
+def _say(progress: Progress, msg: str) -> None:
+    if progress is not None:
+        progress(msg)
+
+
+def _finish(result: SpineResult, timer: _Timer, t_start: float, abstained: str | None = None) -> SpineResult:
+    if abstained is not None:
+        result.abstained = abstained
+    result.timings_ms = {**timer.ms, "total": 1000 * (time.perf_counter() - t_start)}
+    return result
+
+
+def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Progress = None) -> SpineResult:
+    """Run ``sentence`` end to end: the task it asks for, in a freshly sampled scene.
+
+    Raises:
+        afford_perception.parser.TaskParseError: the sentence cannot be understood.
+        ValueError: no task covers the intent, or the scene cannot be built.
+    """
+    from afford_perception.parser import parse
+    from afford_sim.tasks import find_task
+
+    return run_task(find_task(parse(sentence)), config, progress, sentence=sentence)
+
+
+def run_task(
+    task_id: str, config: SpineConfig | None = None, progress: Progress = None, sentence: str | None = None
+) -> SpineResult:
+    """Run task ``task_id`` end to end in a freshly sampled scene; see the module docstring.
+
+    Args:
+        task_id: A registered task (``afford tasks``).
+        config: Options; the seed picks the scene.
+        progress: Called with one line per step.
+        sentence: How the task is asked for; default its canonical instruction. It must ask
+            for this task.
+
+    Raises:
+        KeyError: an unknown task id.
+        afford_perception.parser.TaskParseError: the sentence cannot be understood.
+        ValueError: the sentence asks for another task, or the scene cannot be built.
+    """
+    from afford_perception.grounding import make_source
+    from afford_perception.parser import parse
+    from afford_pipeline.episode import Episode
+    from afford_pipeline.execution import WorldExecutor
+    from afford_planner.selection import SelectionConfig, candidate_set_hash
+    from afford_planner.skills import stage_iter
+    from afford_sim.scene import sample_scene
+    from afford_sim.tasks import find_task, get_task
+    from afford_sim.world import BatchWorld
+
+    cfg = config or SpineConfig()
+    timer = _Timer()
+    task = get_task(task_id)
+    sentence = task.instruction if sentence is None else sentence
+    result = SpineResult(task=sentence, task_id=task_id, robot=cfg.robot)
+    if cfg.robot not in task.robots and not cfg.allow_unvalidated_robot:
+        raise ValueError(
+            f"{task_id} is validated on {', '.join(task.robots)}, not the {cfg.robot} "
+            "(allow_unvalidated_robot, or --allow-unvalidated-robot, runs it anyway)"
+        )
+    t_start = time.perf_counter()
+
+    with timer("parse"):
+        intent = parse(sentence)
+    result.intent = intent.as_dict()
+    asked = find_task(intent)
+    if asked != task_id:
+        raise ValueError(f"the sentence {sentence!r} asks for task {asked}, not {task_id}")
+    source = make_source(cfg.grounding)
+    _say(
+        progress,
+        f"[parse] {intent.target}: grasp {intent.grasp_region}, then {intent.next_action.value}"
+        + (f" -> {intent.destination}/{intent.destination_region}" if intent.destination else ""),
+    )
+
+    with timer("scene"):  # the simulator's set-up; a real robot has its world already
+        spec = dataclasses.replace(task.scene(cfg.seed), robot=cfg.robot, robot_q=())
+        placed = sample_scene(spec, seed=cfg.seed)
+        world = BatchWorld(placed)
+    result.randomization = task.drawn(placed)
+    try:
+        ep = Episode(intent, task, world, source, seed=cfg.seed)
+        with timer("perceive"):
+            ep.perceive()
+        assert ep.cloud is not None
+        _say(progress, f"[perceive] {len(ep.cloud)} target points, {len(ep.obstacles)} obstacle points")
+
+        with timer("ground"):
+            ep.ground()
+        _say(
+            progress, f"[ground] {cfg.grounding}: " + ", ".join(f"{len(v)} {k}" for k, v in ep.parts.items())
+        )
+        if len(ep.region) < 5:
+            return _finish(
+                result,
+                timer,
+                t_start,
+                f"grounding found no {intent.target} {intent.grasp_region} in the view",
+            )
+
+        with timer("sample"):
+            cands = ep.propose()
+        result.candidates = len(cands)
+        result.candidate_set = candidate_set_hash(
+            cands, {"task": sentence, "seed": cfg.seed, "grounding": cfg.grounding}
+        )
+
+        selection = SelectionConfig(combination=cfg.combination, gate=cfg.gate)
+        with timer("select"):
+            l3 = ep.score(cfg.terms, selection)
+        # Stage 2 plans the best eligible candidates (or, as a baseline, every raw one).
+        with timer("plan"):
+            choice = ep.choose(cfg.terms, selection, cfg.plan_top_k, plan_all=cfg.plan_all, l3=l3)
+        result.eligible = choice.eligible
+        _say(progress, f"[select] {len(cands)} candidates, {result.eligible} pass the gate")
+        grasp = choice.grasp
+        if grasp is None:
+            return _finish(result, timer, t_start, choice.reason)
+        result.selected = grasp.as_dict()
+        _say(
+            progress,
+            f"[plan] {choice.planned}/{choice.considered} planned; "
+            f"chose #{grasp.index} (score {grasp.score:.3f})",
+        )
+        if not cfg.execute:
+            return _finish(result, timer, t_start)
+
+        # Execute the skill stage by stage; check each stage against the simulator's truth.
+        frames: list[np.ndarray] | None = [] if cfg.video_path else None
+        executor = WorldExecutor(world, frames, cfg.video_fps, camera="video")
+        stages = ep.stages(grasp, executor)
+        task.begin(world)
+        sim_t0 = world.time
+        with timer("execute"):
+            executor.frame()
+            for report in stage_iter(stages):
+                if not report.executed:
+                    result.stages[report.name] = False
+                    result.details[report.name] = report.reason
+                    _say(progress, f"[execute] {report.name}: could not run ({report.reason})")
+                    break
+                check = task.check(report.name, world)
+                result.stages[report.name] = True if check is None else check.ok
+                if check is not None:
+                    result.details[report.name] = check.detail
+                _say(
+                    progress,
+                    f"[execute] {report.name}: {'ok' if result.stages[report.name] else 'FAILED'}"
+                    + (f" ({check.detail})" if check is not None else ""),
+                )
+                if not result.stages[report.name]:
+                    break
+        for name, _ in stages:
+            result.stages.setdefault(name, False)
+        result.success = all(result.stages.values())
+        result.sim_seconds = world.time - sim_t0
+        if frames:
+            import imageio.v2 as imageio
+
+            assert cfg.video_path is not None
+            imageio.mimwrite(cfg.video_path, cast(Any, frames), fps=cfg.video_fps, macro_block_size=1)
+            _say(progress, f"[video] {len(frames)} frames -> {cfg.video_path}")
+        return _finish(result, timer, t_start)
+    finally:
+        world.close()

@@ -1,0 +1,129 @@
+"""The skills: pick, place, hang, pour and open (a drawer or door by its handle).
+
+Every skill that moves a free object starts the same way (:class:`GraspSkill`): the free-space
+motion to the pre-grasp pose and the hand opening (``approach``), the straight approach and the
+close (``grasp``), the lift with a second look at the held object (``lift``); then its own
+stages.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from afford_core.geometry import cluster_nearest
+from afford_core.types import NextAction
+from afford_planner.skills.base import SKILLS, Skill, SkillContext, Stage
+from afford_planner.skills.motions import HeldObject
+
+
+def _approach_and_grasp(ctx: SkillContext) -> list[Stage]:
+    runner, grasp = ctx.runner, ctx.grasp
+
+    def do_grasp() -> None:
+        runner.grasp(grasp, ctx.intent.target)
+        ctx.release_target()
+        ctx.held["obj"] = HeldObject.from_world(
+            grasp.pose_matrix(), ctx.cloud_points, {k: v for k, v in ctx.parts.items() if len(v)}
+        )
+
+    return [("approach", lambda: runner.approach(grasp, ctx.approach_plan)), ("grasp", do_grasp)]
+
+
+class GraspSkill(Skill):
+    """Approach, grasp, lift; subclasses add what follows the lift (:meth:`after_lift`)."""
+
+    def stages(self, ctx: SkillContext) -> list[Stage]:
+        runner = ctx.runner
+
+        def lift_and_look() -> None:
+            runner.lift()
+            # Objects shift in the fingers while they close; look at the held object once lifted
+            # so that the carry, hang or pour aims with where it really is in the hand.
+            seen_again = ctx.look_again()
+            if seen_again is None:
+                return  # hidden by the hand or no camera: keep the grasp-time estimate
+            points, seen = seen_again
+            if len(points) >= 50 and all(len(seen.get(k, ())) >= 10 for k in ctx.parts):
+                ctx.held["obj"] = HeldObject.from_world(runner.current_pose(), points, seen)
+
+        return [*_approach_and_grasp(ctx), ("lift", lift_and_look), *self.after_lift(ctx)]
+
+    def after_lift(self, ctx: SkillContext) -> list[Stage]:
+        return []
+
+
+@SKILLS.register("pick")
+class Pick(GraspSkill):
+    """Pick an object up by its grasp region: approach, grasp, lift."""
+
+    actions = (NextAction.PICK,)
+    stage_names = ("approach", "grasp", "lift")
+
+
+@SKILLS.register("place")
+class Place(GraspSkill):
+    """Pick, then put the object down centred over the destination's receiving part."""
+
+    actions = (NextAction.PLACE, NextAction.STACK)
+    stage_names = ("approach", "grasp", "lift", "place")
+
+    def after_lift(self, ctx: SkillContext) -> list[Stage]:
+        dest = ctx.dest_region
+        if dest is None:
+            raise ValueError("place needs the destination's receiving part")
+        return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest))]
+
+
+@SKILLS.register("hang")
+class Hang(GraspSkill):
+    """Pick (by the body), then thread the object's ring (a mug's handle) onto the nearest hook,
+    lower it and let go."""
+
+    actions = (NextAction.HANG,)
+    stage_names = ("approach", "grasp", "lift", "hang")
+
+    def after_lift(self, ctx: SkillContext) -> list[Stage]:
+        dest, support = ctx.dest_region, ctx.dest_support
+        if dest is None or support is None:
+            raise ValueError("hang needs the destination's hooks and the pole they stand out of")
+        ring = ctx.intent.keep_clear[0] if ctx.intent.keep_clear else "handle"
+
+        def do_hang() -> None:
+            # Hooks meet at the pole: drop what is near the pole's axis so that each hook is its
+            # own cluster, then take the one nearest the object.
+            pole_xy = np.median(support[:, :2], axis=0)
+            outer = dest[np.linalg.norm(dest[:, :2] - pole_xy, axis=1) > 0.03]
+            hook = cluster_nearest(outer if len(outer) >= 10 else dest, ctx.region.mean(0))
+            ctx.runner.hang(ctx.held["obj"], ring, hook, support)
+
+        return [("hang", do_hang)]
+
+
+@SKILLS.register("pour")
+class Pour(GraspSkill):
+    """Pick, then tilt the container's pouring part over the destination's opening, and back."""
+
+    actions = (NextAction.POUR,)
+    stage_names = ("approach", "grasp", "lift", "pour", "untilt")
+
+    def after_lift(self, ctx: SkillContext) -> list[Stage]:
+        dest = ctx.dest_region
+        if dest is None:
+            raise ValueError("pour needs the destination's opening")
+        use = ctx.intent.use_region or ctx.intent.grasp_region
+        return [("pour", lambda: ctx.runner.pour(ctx.held["obj"], use, dest)), ("untilt", ctx.runner.untilt)]
+
+
+@SKILLS.register("open")
+class Open(Skill):
+    """Grasp a drawer's or door's handle and pull it out along the front's normal (or, to
+    close, push it back in): approach, grasp, pull."""
+
+    actions = (NextAction.OPEN, NextAction.PULL, NextAction.CLOSE)
+    stage_names = ("approach", "grasp", "pull")
+
+    def stages(self, ctx: SkillContext) -> list[Stage]:
+        if ctx.pull_axis is None:
+            raise ValueError("open needs the front's outward normal (pull_axis)")
+        out = ctx.pull_axis if ctx.intent.next_action is not NextAction.CLOSE else -ctx.pull_axis
+        return [*_approach_and_grasp(ctx), ("pull", lambda: ctx.runner.pull(out))]

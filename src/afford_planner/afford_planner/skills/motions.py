@@ -1,0 +1,417 @@
+"""Skills: the motions that turn a chosen grasp into an interaction.
+
+A skill runs stage by stage against an :class:`Executor` (the batch world in simulation,
+franky on the robot) and plans every stage from the state the previous one left, because the
+object in the hand is never exactly where the plan assumed. What the robot knows about the
+held object comes from perception only: the object's cloud, carried rigidly with the TCP
+from the moment of the grasp. Success is judged elsewhere (the simulator's tasks read true
+poses); a skill only reports whether each motion could be planned and executed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from afford_core.grasp import GraspCandidate
+from afford_planner.motion import MotionPlanner, PlanResult
+
+
+class Executor(Protocol):
+    """What a skill needs from a robot, simulated or real."""
+
+    def arm_q(self) -> np.ndarray: ...
+
+    def follow(self, times: np.ndarray, qs: np.ndarray) -> None: ...
+
+    def open_gripper(self) -> None: ...
+
+    def close_gripper(self) -> None: ...
+
+    def wait(self, seconds: float) -> None: ...
+
+
+@dataclass
+class SkillConfig:
+    """Distances, speeds and waits shared by all skills.
+
+    Attributes:
+        pregrasp_offset: Distance (m) back along the approach where the free-space motion ends
+            and the straight-line approach starts.
+        lift_height: How far (m) to lift straight up after closing the gripper.
+        vel_scale: Fraction of the robot's joint velocity limits used for every motion.
+        settle_s: Wait (s) after closing or opening the gripper.
+        place_clearance: Height (m) above the destination's surface at which a placed object is
+            released.
+        retreat: Distance (m) to back off along the approach after releasing.
+        pull_distance: How far (m) to pull a drawer or door handle.
+        pour_tilt_deg: Tilt (deg) of the held container about the axis across its pour spout.
+        pour_height: Height (m) of the pour spout above the receiving rim before tilting.
+        hang_overshoot: How far (m) beyond the hook tip the handle ring starts before sliding on.
+        hang_drop: How far (m) the ring is lowered onto the hook before release.
+        hang_depth: How far (m) from the hook's tip towards the pole the ring is slid; shallow,
+            because the hand around the body must stay clear of the pole and the upward tilt
+            of the hook carries the ring further once released.
+        hang_clear: The ring's hole centre slides on this far (m) below the hook's highest
+            point (its end lip).
+    """
+
+    pregrasp_offset: float = 0.10
+    lift_height: float = 0.15
+    vel_scale: float = 0.6
+    settle_s: float = 0.6
+    place_clearance: float = 0.015
+    retreat: float = 0.10
+    pull_distance: float = 0.13
+    pour_tilt_deg: float = 80.0
+    pour_height: float = 0.10
+    hang_overshoot: float = 0.05
+    hang_drop: float = 0.02
+    hang_depth: float = 0.035
+    hang_clear: float = 0.004
+
+    def __post_init__(self) -> None:
+        for name in ("pregrasp_offset", "lift_height", "vel_scale", "settle_s", "retreat", "pull_distance"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"SkillConfig.{name} must be positive")
+        if not 0 < self.vel_scale <= 1:
+            raise ValueError("SkillConfig.vel_scale must be in (0, 1]")
+        if not 0 < self.pour_tilt_deg < 180:
+            raise ValueError("SkillConfig.pour_tilt_deg must be in (0, 180)")
+
+
+class SkillError(RuntimeError):
+    """A stage could not be planned or executed; the message says which and why."""
+
+
+@dataclass
+class StageReport:
+    """Outcome of one stage as the robot sees it (planned and executed, or why not)."""
+
+    name: str
+    executed: bool
+    reason: str = ""
+    duration_s: float = 0.0
+
+
+@dataclass
+class HeldObject:
+    """Perceived geometry of the grasped object, expressed in the TCP frame at grasp time.
+
+    Attributes:
+        points: (N, 3) object points in the TCP frame.
+        parts: Named subsets of points (e.g. ``"spout"``, ``"handle"``) in the TCP frame.
+    """
+
+    points: np.ndarray
+    parts: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def from_world(cls, tcp_pose: np.ndarray, points: np.ndarray, parts: dict[str, np.ndarray]) -> HeldObject:
+        inv = np.linalg.inv(tcp_pose)
+        return cls(points=_apply(inv, points), parts={k: _apply(inv, v) for k, v in parts.items() if len(v)})
+
+    def in_world(self, tcp_pose: np.ndarray, part: str | None = None) -> np.ndarray:
+        return _apply(tcp_pose, self.points if part is None else self.parts[part])
+
+
+def _apply(t: np.ndarray, pts: np.ndarray) -> np.ndarray:
+    return np.asarray(pts) @ t[:3, :3].T + t[:3, 3]
+
+
+def _axis_xy(points: np.ndarray) -> np.ndarray:
+    """Horizontal position of an upright round body's axis from its (possibly one-sided) points.
+
+    A circle fit: the median of what one camera sees of a cylinder sits a third of a radius
+    towards the camera, which is enough to miss a hook.
+    """
+    from afford_planner.candidates import fit_circle
+
+    centre, _, _ = fit_circle(points[:, :2])
+    return centre
+
+
+def _translated(pose: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    out = pose.copy()
+    out[:3, 3] = out[:3, 3] + delta
+    return out
+
+
+def _rotated_about(pose: np.ndarray, axis: np.ndarray, angle: float, point: np.ndarray) -> np.ndarray:
+    """``pose`` rotated by ``angle`` about the world line through ``point`` along ``axis``."""
+    r = Rotation.from_rotvec(axis / np.linalg.norm(axis) * angle).as_matrix()
+    out = np.eye(4)
+    out[:3, :3] = r @ pose[:3, :3]
+    out[:3, 3] = r @ (pose[:3, 3] - point) + point
+    return out
+
+
+@dataclass
+class SkillRunner:
+    """Runs the stages of a skill: plans each from the current state and executes it.
+
+    Attributes:
+        executor: The robot (simulated or real).
+        planner: The motion planner, whose collision world mirrors the scene.
+        config: Skill distances and speeds.
+        allow_contact: Called with an object name and a flag to let the planner ignore (or
+            again respect) collisions with that object, for the last centimetres of an
+            approach and while an object is held.
+    """
+
+    executor: Executor
+    planner: MotionPlanner
+    config: SkillConfig = field(default_factory=SkillConfig)
+    allow_contact: Callable[[str, bool], None] = lambda name, allowed: None
+
+    def _execute(self, result: PlanResult, stage: str) -> None:
+        if not result.success:
+            raise SkillError(f"{stage}: {result.reason or 'planning failed'}")
+        waypoints = np.asarray(result.waypoints)
+        if len(waypoints) < 2:
+            return
+        times, qs = self.planner.time_parameterize(waypoints, self.config.vel_scale)
+        self.executor.follow(np.asarray(times), np.asarray(qs))
+
+    def move_to(self, pose: np.ndarray, stage: str) -> None:
+        """Collision-free motion to a TCP pose."""
+        self._execute(self.planner.plan_to_pose(self.executor.arm_q(), pose), stage)
+
+    def move_line(self, pose: np.ndarray, stage: str) -> None:
+        """Straight-line TCP motion to a pose (orientation interpolated)."""
+        self._execute(self.planner.cartesian_path(self.executor.arm_q(), pose), stage)
+
+    def current_pose(self) -> np.ndarray:
+        """The TCP pose now, by the planner's own forward kinematics of the measured joints."""
+        return self.planner.model.fk(self.executor.arm_q())
+
+    # Stages -----------------------------------------------------------------------------------
+
+    def approach(self, grasp: GraspCandidate, plan: PlanResult | None = None) -> None:
+        """Free-space motion to the pre-grasp pose, then open the hand."""
+        pre = _translated(grasp.pose_matrix(), -grasp.approach * self.config.pregrasp_offset)
+        if plan is not None:
+            self._execute(plan, "approach")
+        else:
+            self.move_to(pre, "approach")
+        self.executor.open_gripper()
+        self.executor.wait(self.config.settle_s)
+
+    def grasp(self, grasp: GraspCandidate, target: str) -> None:
+        """Straight in along the approach, close, wait for the fingers to settle."""
+        self.allow_contact(target, True)
+        self.move_line(grasp.pose_matrix(), "grasp")
+        self.executor.close_gripper()
+        self.executor.wait(self.config.settle_s)
+
+    def lift(self) -> None:
+        self.move_line(_translated(self.current_pose(), np.array([0, 0, self.config.lift_height])), "lift")
+
+    def release_and_retreat(self) -> None:
+        self.executor.open_gripper()
+        self.executor.wait(self.config.settle_s)
+        pose = self.current_pose()
+        back = _translated(pose, -pose[:3, 2] * self.config.retreat)
+        self.move_line(back, "retreat")
+
+    def place(self, held: HeldObject, surface_points: np.ndarray) -> None:
+        """Put the held object down centred over ``surface_points`` (the receiving region)."""
+        pose = self.current_pose()
+        obj = held.in_world(pose)
+        target_xy = np.median(surface_points[:, :2], axis=0)
+        top = float(np.percentile(surface_points[:, 2], 90))
+        delta = np.zeros(3)
+        delta[:2] = target_xy - np.median(obj[:, :2], axis=0)
+        delta[2] = top + self.config.place_clearance - obj[:, 2].min()
+        above = _translated(pose, delta + np.array([0, 0, 0.08]))
+        self.move_to(above, "carry")
+        self.move_line(_translated(pose, delta), "lower")
+        self.release_and_retreat()
+
+    def plan_through(self, q: np.ndarray, poses: list[np.ndarray], stage: str) -> np.ndarray:
+        """Joint waypoints through TCP poses close to each other (a wrist tilt), from ``q``.
+
+        Each pose is solved by IK seeded with the previous solution, so the arm stays on one
+        branch; consecutive solutions are joined by straight joint segments checked for
+        collisions. Used where a Cartesian line would swing the wrist through a singularity.
+        """
+        from afford_planner.ik import local_ik
+
+        model = self.planner.model
+        path = [q]
+        for pose in poses:
+            res = local_ik(model, pose, q)
+            if not res.success or res.q is None:
+                raise SkillError(f"{stage}: no IK solution near the current arm ({res.reason})")
+            if not self.planner.motion_valid(q, res.q):
+                what = self.planner.world.describe_collision(res.q)
+                raise SkillError(f"{stage}: the motion would collide ({what})")
+            q = res.q
+            path.append(q)
+        return np.asarray(path)
+
+    def _follow_path(self, path: np.ndarray) -> None:
+        if len(path) < 2:
+            return
+        times, qs = self.planner.time_parameterize(path, self.config.vel_scale)
+        self.executor.follow(np.asarray(times), np.asarray(qs))
+
+    def pour(self, held: HeldObject, use_part: str, rim_points: np.ndarray) -> None:
+        """Bring the held container's lip over the receiving rim, then tilt it about the lip.
+
+        The container tips away from the hand: the tilt direction is horizontal and
+        perpendicular to the closing axis, so the tilt turns about the line through the two
+        finger pads and the stream leaves clear of the fingers. The pads' grip against turning
+        (torsional friction) carries the weight's torque, which is why a heavy kettle held by
+        its handle slips where a light cup does not. The lip is the pouring part's point
+        farthest out along the tilt direction: a spout has one side; a round rim pours from
+        the side that faces the bowl, or the other side, or with less tilt, whichever the arm
+        can reach without collision (tried in that order, planned completely before anything
+        moves).
+        """
+        pose = self.current_pose()
+        body = held.in_world(pose)
+        lip_pts = held.in_world(pose, use_part)
+        bowl_c = np.median(rim_points, axis=0)
+        centre_xy = np.median(body[:, :2], axis=0)
+        y = pose[:3, 1]
+        across = np.array([-y[1], y[0], 0.0])  # horizontal, perpendicular to the closing axis
+        across /= np.linalg.norm(across) + 1e-9
+        spout_dir = lip_pts[:, :2].mean(0) - centre_xy
+        has_spout = np.linalg.norm(spout_dir) > 0.02  # an off-centre part sets the side
+        ref = spout_dir if has_spout else bowl_c[:2] - centre_xy
+        first = across if np.dot(across[:2], ref) >= 0 else -across
+        sides = [first] if has_spout else [first, -first]
+        goal_tip = np.array([bowl_c[0], bowl_c[1], rim_points[:, 2].max() + self.config.pour_height])
+        steps = 10
+        reasons = []
+        for tilt_deg in (self.config.pour_tilt_deg, 0.75 * self.config.pour_tilt_deg):
+            for out_dir in sides:
+                tip = lip_pts[np.argmax(lip_pts @ out_dir)]
+                over = _translated(pose, goal_tip - tip)
+                axis = np.cross(np.array([0.0, 0.0, 1.0]), out_dir)
+                tilt = np.deg2rad(tilt_deg)
+                poses = [_rotated_about(over, axis, tilt * k / steps, goal_tip) for k in range(1, steps + 1)]
+                carry = self.planner.plan_to_pose(self.executor.arm_q(), over)
+                if not carry.success:
+                    reasons.append(f"carry: {carry.reason}")
+                    continue
+                try:
+                    down = self.plan_through(np.asarray(carry.waypoints)[-1], poses, "pour")
+                except SkillError as err:
+                    reasons.append(str(err))
+                    continue
+                self._execute(carry, "carry")
+                self._follow_path(down)
+                self.executor.wait(self.config.settle_s)
+                self._untilt = down[::-1]
+                return
+        raise SkillError("; ".join(dict.fromkeys(reasons)))
+
+    def untilt(self) -> None:
+        """Turn the container back upright along the tilt's own joint path after :meth:`pour`."""
+        self._follow_path(getattr(self, "_untilt", np.empty((0, self.planner.model.nq))))
+
+    def hang(
+        self, held: HeldObject, ring_part: str, hook_points: np.ndarray, support_points: np.ndarray
+    ) -> None:
+        """Thread the held object's ring (a mug handle) onto a hook, lower it and let go.
+
+        ``hook_points`` are one hook's points; ``support_points`` the pole/base it sticks out of,
+        which tells which end of the hook is the free tip. The ring's hole axis is turned onto
+        the hook's axis by a turn of the hand about the vertical (either of the two that do it),
+        the ring starts beyond the tip, slides on along the hook and is lowered onto it. Every
+        variant (turn, depth along the hook) is planned to the end before the arm moves.
+        """
+        pose = self.current_pose()
+        body = held.in_world(pose)
+        # Hook axis by PCA, oriented from the pole towards the free tip.
+        c = hook_points.mean(0)
+        h = np.linalg.svd(hook_points - c, full_matrices=False)[2][0]
+        if np.dot(h, c - support_points.mean(0)) < 0:
+            h = -h
+        tip = hook_points[np.argmax((hook_points - c) @ h)]
+        h_flat = np.array([h[0], h[1], 0.0]) / (np.linalg.norm(h[:2]) + 1e-9)
+        # The ring's hole axis is horizontal and perpendicular to the direction from the
+        # object's axis to the ring.
+        body_part = next((k for k in held.parts if k != ring_part), None)
+        axis_xy = _axis_xy(held.in_world(pose, body_part) if body_part else body)
+        ring = held.in_world(pose, ring_part)
+        u = ring.mean(0)[:2] - axis_xy
+        u = np.append(u / (np.linalg.norm(u) + 1e-9), 0.0)
+        hole = np.cross(np.array([0.0, 0.0, 1.0]), u)
+        turns = []
+        for sign in (1.0, -1.0):
+            turns.append(float(np.arctan2(np.cross(hole, sign * h_flat)[2], np.dot(hole, sign * h_flat))))
+        turns.sort(key=abs)
+        centre = np.array([*axis_xy, pose[2, 3]])
+        reasons = []
+        for turn in turns:
+            turned = _rotated_about(pose, np.array([0.0, 0.0, 1.0]), turn, centre)
+            ring_t = held.in_world(turned, ring_part)
+            body_t = held.in_world(turned, body_part) if body_part else held.in_world(turned)
+            axis_t = _axis_xy(body_t)
+            u_t = ring_t.mean(0)[:2] - axis_t
+            u_t /= np.linalg.norm(u_t) + 1e-9
+            radial = (ring_t[:, :2] - axis_t) @ u_t
+            body_r = float(np.percentile((body_t[:, :2] - axis_t) @ u_t, 95))
+            # Hole centre: between the body's wall and the ring's far side, at ring height.
+            hole_c = np.array(
+                [*(axis_t + u_t * 0.5 * (body_r + radial.max())), float(np.median(ring_t[:, 2]))]
+            )
+            # Slide on high: the hole's centre level with the top of the hook (its end lip), so
+            # the ring's upper edge clears the lip and the rod passes through the lower half.
+            rise = np.array([0.0, 0.0, hook_points[:, 2].max() - self.config.hang_clear - tip[2]])
+            start = _translated(turned, tip + h * self.config.hang_overshoot + rise - hole_c)
+            carry = self.planner.plan_to_pose(self.executor.arm_q(), start)
+            if not carry.success:
+                reasons.append(f"carry: {carry.reason}")
+                continue
+            for depth in (
+                self.config.hang_depth,
+                self.config.hang_depth - 0.01,
+                self.config.hang_depth - 0.02,
+            ):
+                on_hook = tip - h * depth
+                threaded = _translated(turned, on_hook + rise - hole_c)
+                lowered = _translated(
+                    turned, on_hook + rise - hole_c - np.array([0, 0, self.config.hang_drop])
+                )
+                thread = self.planner.cartesian_path(np.asarray(carry.waypoints)[-1], threaded)
+                if not thread.success:
+                    reasons.append(f"thread: {thread.reason}")
+                    continue
+                lower = self.planner.cartesian_path(np.asarray(thread.waypoints)[-1], lowered)
+                if not lower.success:
+                    reasons.append(f"lower: {lower.reason}")
+                    continue
+                self._execute(carry, "carry")
+                self._execute(thread, "thread")
+                self._execute(lower, "lower")
+                self.release_and_retreat()
+                return
+        raise SkillError("; ".join(dict.fromkeys(reasons)))
+
+    def pull(self, direction: np.ndarray) -> None:
+        """Pull the grasped handle along ``direction`` (e.g. a drawer's opening direction)."""
+        d = np.asarray(direction, dtype=float)
+        d = d / np.linalg.norm(d)
+        pose = self.current_pose()
+        self.move_line(_translated(pose, d * self.config.pull_distance), "pull")
+
+
+def stage_iter(stages: list[tuple[str, Callable[[], None]]]) -> Iterator[StageReport]:
+    """Run named stage callables in order; stop at the first that raises a :class:`SkillError`."""
+    for name, fn in stages:
+        t0 = time.perf_counter()
+        try:
+            fn()
+        except SkillError as err:
+            yield StageReport(name, False, str(err), time.perf_counter() - t0)
+            return
+        yield StageReport(name, True, "", time.perf_counter() - t0)

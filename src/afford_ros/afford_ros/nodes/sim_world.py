@@ -1,0 +1,280 @@
+"""sim_world: franky-sim with the task scene, and the camera topics rendered from its state.
+
+A thin shell over :mod:`afford_sim.franky_world` (the libfranka server on ``hostname``, our
+scene, ground truth) and :mod:`afford_sim.sim_render` (rendering in a child process from a
+shared-memory copy of ``qpos``, so the 1 kHz simulation loop never waits for a render). It
+publishes the ``sim_world`` topics of :mod:`afford_ros.contract`: colour (rgb8), depth
+aligned to colour (16UC1, mm), camera info, the latched camera extrinsics in ``fr3_link0``, and
+(``publish_ground_truth``) the object-level segmentation with the latched object names. It
+serves ``/sim_world/reset`` (new scene; franky connections stay up, a running motion is
+preempted) and ``/sim_world/evaluate`` (the task's final-stage check on the simulator state).
+
+Threads: the simulation loop (franky_world), a publisher thread that forwards rendered frames,
+and the executor thread for the services. The render process is a child that exits with us.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import rclpy
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import CameraInfo, Image
+from std_msgs.msg import Header, String
+from std_srvs.srv import Trigger
+
+from afford_interfaces.srv import ResetScene
+from afford_ros import contract
+from afford_ros.nodes.convert import (
+    camera_info,
+    depth_to_millimetres,
+    image_to_msg,
+    pose_to_msg,
+    stamp_from_ns,
+)
+from afford_ros.nodes.qos import qos_profile
+from afford_ros.nodes.spin import clean_shutdown
+from afford_sim.franky_world import FrankyWorld, FrankyWorldConfig, SceneInfo
+from afford_sim.sim_render import Frame, RenderConfig, RenderProcess
+
+NODE_NAME = "sim_world"
+T_COLOR = "/camera/color/image_raw"
+T_INFO = "/camera/color/camera_info"
+T_DEPTH = "/camera/aligned_depth_to_color/image_raw"
+T_EXTRINSICS = "/camera/extrinsics"
+T_SEG = "/sim/ground_truth/segmentation"
+T_OBJECTS = "/sim/ground_truth/objects"
+
+
+@dataclass(frozen=True)
+class SimWorldParams:
+    """The node's parameters (ROS names identical to the fields).
+
+    Attributes:
+        task: Id of the task whose scene is built at start (``afford tasks`` lists them).
+        seed: Seed of that scene.
+        hostname: Address franky-sim's libfranka server binds (the executor's ``robot_ip``).
+        width: Camera image width (pixels).
+        height: Camera image height (pixels).
+        fps: Camera frame rate the render process aims at.
+        realtime_factor: Simulated seconds per wall second.
+        publish_ground_truth: Publish the segmentation and object names (simulator only).
+    """
+
+    task: str = "pick-mug-v1"
+    seed: int = 0
+    hostname: str = "127.0.0.1"
+    width: int = 640
+    height: int = 480
+    fps: float = 30.0
+    realtime_factor: float = 1.0
+    publish_ground_truth: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.task.strip():
+            raise ValueError("task must not be empty")
+        if self.seed < 0:
+            raise ValueError("seed must be >= 0")
+        # The rest is validated by FrankyWorldConfig and RenderConfig.
+
+
+_DESCRIPTIONS = {
+    "task": "Id of the task whose scene is built at start (see /sim_world/reset for later ones).",
+    "seed": "Seed of the scene's randomisation.",
+    "hostname": "Address franky-sim's libfranka server binds; the executor connects here.",
+    "width": "Camera image width in pixels.",
+    "height": "Camera image height in pixels.",
+    "fps": "Camera frame rate the renderer aims at (it publishes as fast as it renders below it).",
+    "realtime_factor": "Simulated seconds per wall-clock second (1.0: real time, as franky expects).",
+    "publish_ground_truth": "Publish /sim/ground_truth/segmentation and /sim/ground_truth/objects.",
+}
+
+
+class SimWorldNode(Node):
+    """See the module docstring."""
+
+    def __init__(self) -> None:
+        super().__init__(NODE_NAME)
+        defaults = SimWorldParams()
+        values: dict[str, Any] = {}
+        for name, text in _DESCRIPTIONS.items():
+            default = getattr(defaults, name)
+            values[name] = self.declare_parameter(name, default, ParameterDescriptor(description=text)).value
+        self.params = SimWorldParams(**values)
+        p = self.params
+        self.world = FrankyWorld(
+            FrankyWorldConfig(
+                hostname=p.hostname, realtime_factor=p.realtime_factor, camera_size=(p.width, p.height)
+            )
+        )
+        self.render = RenderProcess(RenderConfig(width=p.width, height=p.height, fps=p.fps))
+        self._topics = {t.name: t for t in contract.TOPICS if t.publisher == NODE_NAME}
+        self.pub_rgb = self._publisher(Image, T_COLOR)
+        self.pub_info = self._publisher(CameraInfo, T_INFO)
+        self.pub_depth = self._publisher(Image, T_DEPTH)
+        self.pub_extrinsics = self._publisher(PoseStamped, T_EXTRINSICS)
+        self.pub_seg = self._publisher(Image, T_SEG) if p.publish_ground_truth else None
+        self.pub_objects = self._publisher(String, T_OBJECTS) if p.publish_ground_truth else None
+        self._reset_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._extrinsics_sent = -1
+        self.frames_published = 0
+        self.render.start()
+        try:
+            self.world.add_state_sink(self.render.state.write)
+            info = self.world.start(p.task, p.seed)
+            self._announce(info)
+        except BaseException:  # no orphans: the child is ours until the node exists
+            self.world.stop()
+            self.render.stop()
+            raise
+        self.create_service(ResetScene, "/sim_world/reset", self._on_reset)
+        self.create_service(Trigger, "/sim_world/evaluate", self._on_evaluate)
+        self._publisher_thread = threading.Thread(target=self._publish_loop, name="camera_pub", daemon=True)
+        self._publisher_thread.start()
+        self.get_logger().info(
+            f"franky-sim serving on {p.hostname} with the scene of {p.task} (seed {p.seed}): "
+            f"objects {list(info.objects)}; camera {p.width}x{p.height} at up to {p.fps} fps"
+        )
+
+    def _publisher(self, msg_type: Any, name: str) -> Any:
+        t = self._topics[name]  # KeyError: a topic this node does not own in the contract
+        return self.create_publisher(msg_type, t.name, qos_profile(t.qos))
+
+    # Scene ---------------------------------------------------------------------------------
+
+    def _announce(self, info: SceneInfo) -> None:
+        self.render.set_scene(info.generation, info.xml, info.camera.name, info.objects)
+        if self.pub_objects is not None:
+            self.pub_objects.publish(String(data="\n".join(info.objects)))
+
+    def _on_reset(self, request: ResetScene.Request, response: ResetScene.Response) -> ResetScene.Response:
+        try:
+            with self._reset_lock:
+                info = self.world.reset(request.task_id, int(request.seed))
+                self._announce(info)
+        except Exception as err:  # a bad task id or seed leaves the old scene running
+            response.success = False
+            response.message = f"{type(err).__name__}: {err}"
+            self.get_logger().warning(f"reset refused: {response.message}")
+            return response
+        response.success = True
+        response.message = f"scene of {info.task_id}, seed {request.seed}"
+        response.objects = list(info.objects)
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_evaluate(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        try:
+            with self._reset_lock:
+                stage, check = self.world.evaluate()
+        except Exception as err:
+            response.success = False
+            response.message = f"evaluation failed: {type(err).__name__}: {err}"
+            return response
+        response.success = bool(check.ok)
+        response.message = f"{self.world.scene.task_id}/{stage}: {check.detail}"
+        return response
+
+    # Camera --------------------------------------------------------------------------------
+
+    def _publish_loop(self) -> None:
+        while not self._stop.is_set():
+            if not self.render.alive():  # the camera is gone; main() has said so once
+                time.sleep(0.5)
+                continue
+            try:
+                frame = self.render.latest(timeout=0.1)
+                if frame is None or frame.generation != self.world.scene.generation:
+                    continue
+                self.publish_frame(frame)
+            except Exception as err:  # keep publishing after a bad frame; the log says why
+                if not self._stop.is_set():
+                    self.get_logger().error(f"camera publishing: {type(err).__name__}: {err}")
+                    time.sleep(0.1)
+
+    def publish_frame(self, frame: Frame) -> None:
+        stamp = stamp_from_ns(frame.stamp_ns)
+        cam = contract.CAMERA_FRAME
+        h, w = frame.depth.shape
+        if self._extrinsics_sent != frame.generation:
+            msg = PoseStamped(
+                header=Header(stamp=stamp, frame_id=contract.BASE_FRAME),
+                pose=pose_to_msg(frame.world_T_camera),
+            )
+            self.pub_extrinsics.publish(msg)
+            self._extrinsics_sent = frame.generation
+        self.pub_rgb.publish(image_to_msg(frame.rgb, "rgb8", cam, stamp))
+        self.pub_depth.publish(image_to_msg(depth_to_millimetres(frame.depth), "16UC1", cam, stamp))
+        self.pub_info.publish(camera_info(frame.K, w, h, cam, stamp))
+        if self.pub_seg is not None:
+            self.pub_seg.publish(image_to_msg(frame.segmentation, "16UC1", cam, stamp))
+        self.frames_published += 1
+
+    # Shutdown ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop publishing, the simulation (sockets closed) and the render process."""
+        self._stop.set()
+        if self._publisher_thread.is_alive():
+            self._publisher_thread.join(timeout=2.0)
+        self.world.stop()
+        self.render.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the node until Ctrl-C or SIGTERM; returns the exit code (0 on a clean stop)."""
+    args = sys.argv if argv is None else argv
+    # The simulation thread needs the GIL every millisecond; the default 5 ms switch interval
+    # lets the publisher thread hold it for whole frames.
+    sys.setswitchinterval(0.0005)
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    node: SimWorldNode | None = None
+    code = 0
+    camera_lost = False
+    try:
+        with clean_shutdown():
+            node = SimWorldNode()
+            executor = SingleThreadedExecutor()
+            executor.add_node(node)
+            while not stop.is_set() and rclpy.ok():
+                executor.spin_once(timeout_sec=0.1)
+                if not node.world.running:
+                    node.get_logger().error(f"the simulation loop stopped: {node.world.loop_error!r}")
+                    code = 1
+                    break
+                if not camera_lost and not node.render.alive():
+                    # Like an unplugged camera: the robot keeps running, the camera topics stop, and
+                    # the trial's watchdog decides what that means for the task.
+                    node.get_logger().error(
+                        "the render process died: no camera topics; the robot keeps running"
+                    )
+                    camera_lost = True
+    finally:
+        if node is not None:
+            node.close()
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

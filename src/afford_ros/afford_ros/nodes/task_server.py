@@ -1,0 +1,358 @@
+"""task_server: the ``/run_task`` action, one trial from a sentence to a result.
+
+A trial runs: find the task the sentence asks for (or take the goal's task id), (sim) reset
+the scene of that task and seed, perceive, plan, wait for the
+operator's approval (``/task_server/approve``; automatic only in sim mode, when the node's
+``auto_approve`` allows it and the goal asks for it), execute the skill stage by stage, and
+(sim) check the outcome against the simulator's state. Every step is sent as feedback and on
+``/afford/trial_state``.
+
+Safety: while a trial moves the arm, the camera and the robot state are watched; a camera
+silent for longer than ``max_frame_age_s`` publishes the stop topic, cancels the skill and
+aborts the trial with that reason. A cancel of the goal does the same. Bad goals (an empty
+sentence, an object the stack does not know, an object not in view) end before anything
+moves, with the reason in the result.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import Image
+from std_msgs.msg import Empty, String
+from std_srvs.srv import Trigger
+
+from afford_interfaces.action import ExecuteSkill, RunTask
+from afford_interfaces.srv import ApproveTrial, Perceive, PlanGrasp, ResetScene
+from afford_perception.parser import parse
+from afford_planner.skills import SkillError
+from afford_ros.nodes.qos import qos_profile
+from afford_ros.nodes.robot_link import wait_future
+from afford_ros.nodes.spin import run_node
+from afford_sim.tasks import TASKS, find_task, get_task
+
+MODES = ("sim", "real")
+
+
+class TrialAborted(Exception):
+    """Ends a trial early; the text is the result's reason."""
+
+
+@dataclass
+class Approval:
+    """A trial waiting for the operator."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    approved: bool = False
+    reason: str = ""
+
+
+class TaskServerNode(Node):
+    def __init__(self) -> None:
+        super().__init__("task_server")
+        d = ParameterDescriptor
+        self.declare_parameter(
+            "mode", "sim", d(description="sim (franky-sim world) or real (the lab's FR3).")
+        )
+        self.declare_parameter(
+            "auto_approve",
+            False,
+            d(description="Let goals asking for it (RunTask.auto_approve) skip the operator; sim only."),
+        )
+        self.declare_parameter(
+            "approval_timeout_s", 120.0, d(description="How long a trial waits for approval (s).")
+        )
+        self.declare_parameter(
+            "max_frame_age_s", 1.0, d(description="Longest camera silence tolerated while a trial runs (s).")
+        )
+        self.declare_parameter(
+            "service_timeout_s", 60.0, d(description="Longest wait for perception or planning (s).")
+        )
+        self.declare_parameter(
+            "sim_world",
+            True,
+            d(
+                description="In sim mode, reset our sim world's scene for each goal and judge the outcome "
+                "by its ground truth (false for Isaac Sim, whose scene is built once)."
+            ),
+        )
+        self.mode = str(self.get_parameter("mode").value)
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        self.auto_approve = bool(self.get_parameter("auto_approve").value)
+        self.sim_world = self.mode == "sim" and bool(self.get_parameter("sim_world").value)
+        if self.auto_approve and self.mode == "real":
+            raise ValueError("auto_approve is refused in real mode: a person approves every real trial")
+        self.max_frame_age = float(self.get_parameter("max_frame_age_s").value)
+        self.service_timeout = float(self.get_parameter("service_timeout_s").value)
+        group = ReentrantCallbackGroup()
+        self._last_frame = 0.0
+        self.create_subscription(
+            Image, "/camera/color/image_raw", self._on_frame, qos_profile("sensor"), callback_group=group
+        )
+        self.pub_state = self.create_publisher(String, "/afford/trial_state", qos_profile("latched"))
+        self.pub_stop = self.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
+        self.reset_client: Any = self.create_client(ResetScene, "/sim_world/reset", callback_group=group)
+        self.evaluate_client: Any = self.create_client(Trigger, "/sim_world/evaluate", callback_group=group)
+        self.perceive_client: Any = self.create_client(Perceive, "/perception/perceive", callback_group=group)
+        self.plan_client: Any = self.create_client(PlanGrasp, "/planner/plan_grasp", callback_group=group)
+        self.skill_client: Any = ActionClient(
+            self, ExecuteSkill, "/planner/execute_skill", callback_group=group
+        )
+        self.create_service(ApproveTrial, "/task_server/approve", self._on_approve, callback_group=group)
+        self._approval: Approval | None = None
+        self._busy = threading.Lock()
+        self._server = ActionServer(
+            self,
+            RunTask,
+            "/run_task",
+            execute_callback=self._on_goal,
+            goal_callback=self._accept,
+            cancel_callback=lambda _g: CancelResponse.ACCEPT,
+            callback_group=group,
+        )
+        self._state("idle")
+        self.get_logger().info(f"task_server ready ({self.mode} mode, auto_approve {self.auto_approve})")
+
+    # Inputs -------------------------------------------------------------------------------------
+
+    def _on_frame(self, _msg: Image) -> None:
+        self._last_frame = time.monotonic()
+
+    def _state(self, text: str) -> None:
+        self.pub_state.publish(String(data=text))
+
+    def _accept(self, goal: RunTask.Goal) -> GoalResponse:
+        # One trial at a time; everything else about the goal is judged inside the trial so
+        # that the caller gets the reason in the result.
+        if self._busy.locked():
+            self.get_logger().warning("rejecting a goal: a trial is already running")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_approve(self, req: ApproveTrial.Request, res: ApproveTrial.Response) -> ApproveTrial.Response:
+        pending = self._approval
+        if pending is None or pending.event.is_set():
+            res.accepted, res.message = False, "no trial is waiting for approval"
+            return res
+        pending.approved, pending.reason = bool(req.approve), req.reason
+        pending.event.set()
+        res.accepted = True
+        res.message = "approved" if req.approve else "aborted"
+        return res
+
+    # The trial ----------------------------------------------------------------------------------
+
+    def _call(self, client: Any, request: Any, what: str) -> Any:
+        if not client.wait_for_service(timeout_sec=5.0):
+            raise TrialAborted(f"{what} is not available ({client.srv_name})")
+        try:
+            return wait_future(client.call_async(request), self.service_timeout, what)
+        except SkillError as err:
+            raise TrialAborted(str(err)) from err
+
+    def _feedback(self, goal_handle: Any, stage: str, detail: str = "") -> None:
+        goal_handle.publish_feedback(RunTask.Feedback(stage=stage, detail=detail))
+        self._state(stage)
+        self.get_logger().info(f"[{stage}] {detail}")
+
+    def _approve(self, goal_handle: Any, summary: str) -> None:
+        """Wait for the operator, unless this is simulation and approval is automatic."""
+        if self.mode == "sim" and self.auto_approve and goal_handle.request.auto_approve:
+            self._feedback(goal_handle, "approve", "automatic (simulation)")
+            return
+        pending = Approval()
+        self._approval = pending
+        timeout = float(self.get_parameter("approval_timeout_s").value)
+        self._feedback(
+            goal_handle, "approve", f"waiting for the operator: {summary} (afford trial approve|abort)"
+        )
+        end = time.monotonic() + timeout
+        try:
+            while not pending.event.wait(0.1):
+                if goal_handle.is_cancel_requested:
+                    raise TrialAborted("cancelled while waiting for approval")
+                if time.monotonic() > end:
+                    raise TrialAborted(f"no approval within {timeout:.0f} s")
+        finally:
+            self._approval = None
+        if not pending.approved:
+            raise TrialAborted(
+                "the operator aborted the trial" + (f": {pending.reason}" if pending.reason else "")
+            )
+
+    def _execute(self, goal_handle: Any, plan_id: str, result: RunTask.Result) -> str:
+        """Run the skill; watch the camera and the cancel flag. Returns the failure reason."""
+        if not self.skill_client.wait_for_server(timeout_sec=5.0):
+            raise TrialAborted("the planner's execute_skill action is not available")
+
+        def on_feedback(msg: Any) -> None:
+            self._feedback(goal_handle, f"execute:{msg.feedback.stage}")
+
+        handle = wait_future(
+            self.skill_client.send_goal_async(
+                ExecuteSkill.Goal(plan_id=plan_id), feedback_callback=on_feedback
+            ),
+            10.0,
+            "execute_skill goal",
+        )
+        if not handle.accepted:
+            raise TrialAborted("the planner refused to execute the plan")
+        future = handle.get_result_async()
+        why = ""
+        while not future.done():
+            time.sleep(0.02)
+            silent = time.monotonic() - self._last_frame
+            if not why and silent > self.max_frame_age:
+                why = (
+                    f"camera stream lost: no image for {silent:.1f} s "
+                    f"(limit {self.max_frame_age:.1f} s); arm stopped"
+                )
+            if not why and goal_handle.is_cancel_requested:
+                why = "cancelled by the client; arm stopped"
+            if why and not getattr(self, "_stopping", False):
+                self._stopping = True
+                self.pub_stop.publish(Empty())
+                handle.cancel_goal_async()
+        self._stopping = False
+        skill = future.result().result
+        result.stage_names = list(skill.stage_names)
+        result.stage_success = list(skill.stage_success)
+        return why or ("" if skill.success else skill.message)
+
+    def _on_goal(self, goal_handle: Any) -> RunTask.Result:
+        with self._busy:
+            result = RunTask.Result(success=False, selected_index=-1)
+            try:
+                self._trial(goal_handle, result)
+            except TrialAborted as err:
+                result.abstain_reason = str(err)
+            except Exception as err:  # noqa: BLE001 - a node must answer every goal
+                self.get_logger().error(f"trial failed: {err!r}")
+                result.abstain_reason = f"internal error: {err}"
+            if result.success:
+                self._state("done")
+                goal_handle.succeed()
+            else:
+                self._state(f"aborted: {result.abstain_reason}")
+                self.get_logger().warning(f"trial ended without success: {result.abstain_reason}")
+                if goal_handle.is_cancel_requested:
+                    goal_handle.canceled()
+                else:
+                    goal_handle.abort()
+            return result
+
+    def _trial(self, goal_handle: Any, result: RunTask.Result) -> None:
+        goal = goal_handle.request
+        if goal.auto_approve and self.mode == "real":
+            raise TrialAborted("auto_approve is refused in real mode: a person approves every real trial")
+        sentence, task_id = resolve_task(goal.sentence, goal.task_id, need_task=self.sim_world)
+        result.task_id = task_id
+        if self.sim_world:
+            if not self.reset_client.wait_for_service(timeout_sec=30.0):
+                raise TrialAborted("no /sim_world/reset: is the sim world running?")
+            self._feedback(goal_handle, "reset", f"scene of {task_id}, seed {goal.seed}")
+            reset = self._call(
+                self.reset_client, ResetScene.Request(task_id=task_id, seed=goal.seed), "scene reset"
+            )
+            if not reset.success:
+                raise TrialAborted(f"scene reset: {reset.message}")
+            # Frames rendered before the reset show the old scene; perception only takes frames
+            # younger than max_frame_age_s, so waiting that long leaves only new ones.
+            time.sleep(self.max_frame_age + 0.1)
+        self._feedback(goal_handle, "perceive", sentence)
+        seen = self._call(
+            self.perceive_client,
+            Perceive.Request(sentence=sentence, grounding=goal.grounding, seed=goal.seed),
+            "perception",
+        )
+        result.stage_names, result.stage_success = ["perceive"], [bool(seen.success)]
+        if not seen.success:
+            raise TrialAborted(seen.reason)
+        self._feedback(
+            goal_handle,
+            "plan",
+            f"{seen.intent.target}: grasp {seen.intent.grasp_region}, then {seen.intent.next_action}",
+        )
+        req = PlanGrasp.Request(
+            intent=seen.intent,
+            target_cloud=seen.target_cloud,
+            region_names=seen.region_names,
+            destination_cloud=seen.destination_cloud,
+            destination_region_names=seen.destination_region_names,
+            obstacles=seen.obstacles,
+            seed=goal.seed,
+        )
+        plan = self._call(self.plan_client, req, "planning")
+        result.stage_names.append("plan")
+        result.stage_success.append(bool(plan.success))
+        if not plan.success:
+            raise TrialAborted(plan.reason)
+        result.selected_index = int(plan.selected_index)
+        n = len(plan.candidates.candidates)
+        summary = f"grasp #{plan.selected_index} of {n} on the {seen.intent.grasp_region}"
+        self._approve(goal_handle, summary)
+        if goal_handle.is_cancel_requested:
+            raise TrialAborted("cancelled")
+        self._feedback(goal_handle, "execute", summary)
+        head_names, head_ok = list(result.stage_names), list(result.stage_success)
+        why = self._execute(goal_handle, plan.plan_id, result)
+        result.stage_names = head_names + list(result.stage_names)
+        result.stage_success = head_ok + list(result.stage_success)
+        if why:
+            raise TrialAborted(why)
+        if self.sim_world:
+            self._feedback(goal_handle, "evaluate", "simulator ground truth")
+            check = self._call(self.evaluate_client, Trigger.Request(), "evaluation")
+            result.stage_names.append("evaluate")
+            result.stage_success.append(bool(check.success))
+            if not check.success:
+                raise TrialAborted(f"the task was not achieved: {check.message}")
+        result.success = True
+
+
+def resolve_task(sentence: str, task_id: str, need_task: bool) -> tuple[str, str]:
+    """The goal's sentence and task id, each filled in from the other.
+
+    The sentence is parsed and its task found (:func:`afford_sim.tasks.find_task`); a given task
+    id must be the one the sentence asks for. Without a sentence the task's own instruction is
+    used. In simulation the task must exist (its scene is built); on the real robot a sentence
+    that no registered task covers still runs (the skill follows from the sentence), with an
+    empty task id.
+
+    Raises:
+        TrialAborted: an empty goal, an unknown id, a sentence that cannot be parsed, or a
+            sentence and an id that disagree.
+    """
+    sentence, task_id = sentence.strip(), task_id.strip()
+    if not sentence and not task_id:
+        raise TrialAborted("empty goal: give a task sentence or a task id")
+    if task_id and task_id not in TASKS:
+        raise TrialAborted(f"unknown task id {task_id!r}; `afford tasks` lists them")
+    if not sentence:
+        return get_task(task_id).instruction, task_id
+    try:
+        found = find_task(parse(sentence))
+    except ValueError as err:  # TaskParseError is one
+        if need_task or task_id:
+            raise TrialAborted(str(err)) from None
+        return sentence, ""  # the real robot: perception reports what it cannot parse
+    if task_id and found != task_id:
+        raise TrialAborted(f"the sentence {sentence!r} asks for task {found}, not {task_id}")
+    return sentence, found
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_node(TaskServerNode, argv, threads=4)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,723 @@
+"""The executor node in real processes: a franky-sim server, the node, and this test as the graph.
+
+franky-sim serves the libfranka protocol on a loopback address unique to this module; the
+executor node connects to it with franky exactly as it connects to a real FR3; the test drives
+it over ROS 2 (unique ROS_DOMAIN_ID) as the planner and the operator would.
+
+Injected robot error. franky-sim simulates no robot errors: its SetCollisionBehavior handler
+only acknowledges ("Collision behavior is not simulated"), its automatic error recovery always
+succeeds, and a joint target beyond the limits is silently clamped with the motion reported as
+successful (checked by hand: thresholds of 0.01 Nm, then a motion, ran without error; a target
+past joint 4's limit "succeeded"). So no reflex can be provoked through the stock server. The
+narrowest honest alternative is this module's :class:`FaultInjectingRobotServer`, a franky-sim
+robot server subclass, used only by this test, that on SIGUSR1 aborts the running motion with
+libfranka's ``kReflexAborted`` Move status and reports reflex mode and ``cartesian_reflex`` in
+the robot state, refuses new motions while in reflex, and clears it on libfranka's automatic
+error recovery command. Everything from the wire up (libfranka raising its ControlException,
+franky, the executor, ROS) is the real code path. Run as a script, this file is that server:
+``python test_executor_node.py --serve 127.x.y.z``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+HOST = f"127.{(os.getpid() >> 8) % 200 + 20}.{os.getpid() % 256}.{7}"
+DOMAIN_ID = str(100 + os.getpid() % 100)
+#: Index of ``cartesian_reflex`` in libfranka's error array (franka/errors.h order).
+CARTESIAN_REFLEX = 7
+
+
+# ---------------------------------------------------------------------- the test-only server
+def serve(hostname: str) -> None:
+    """franky-sim (MuJoCo) on ``hostname`` with a SIGUSR1-triggered reflex; see the module doc."""
+    import franky_sim
+    from franky_sim.franka_robot_protocol import (
+        AutomaticErrorRecoveryCommand,
+        AutomaticErrorRecoveryStatus,
+        BaseCommand,
+        MoveStatus,
+        RobotCommand,
+        RobotMode,
+    )
+    from franky_sim.franka_robot_server import FrankaRobotServer
+    from franky_sim.mujoco_simulator import MujocoSimulator
+
+    class Recovery(AutomaticErrorRecoveryCommand):
+        def handle(self, server: Any) -> None:
+            server.in_reflex = False
+            self.reply(AutomaticErrorRecoveryStatus.kSuccess)
+
+    class FaultInjectingRobotServer(FrankaRobotServer):
+        def __init__(self, robot: Any, hostname_candidates: Any) -> None:
+            super().__init__(robot, hostname_candidates)
+            self.reflex_requested = False
+            self.in_reflex = False
+            # franky-sim keeps its command table private; route recovery to the handler above.
+            self._FrankaServer__command_class_map[RobotCommand.kAutomaticErrorRecovery] = Recovery  # type: ignore[attr-defined]
+
+        def process_commands(self) -> None:
+            super().process_commands()
+            if self.reflex_requested and self.current_motion_id:
+                self.reflex_requested = False
+                self.in_reflex = True
+                motion_id = self.current_motion_id
+                self.stop_motion(send_preemption_signal=False)
+                BaseCommand.send_response(
+                    self._tcp_socket, RobotCommand.kMove, motion_id, MoveStatus.kReflexAborted
+                )
+                self.reset_current_motion_id()
+
+        def start_motion(self, *args: Any) -> None:
+            if self.in_reflex:
+                raise RuntimeError("motion refused: robot in reflex mode")  # answered as kAborted
+            super().start_motion(*args)
+
+        @property
+        def robot_state(self) -> Any:
+            state = super().robot_state
+            if self.in_reflex:
+                errors = tuple(i == CARTESIAN_REFLEX for i in range(41))
+                state = state.replace(robot_mode=RobotMode.kReflex, errors=errors, reflex_reason=errors)
+            return state
+
+    class FaultSimulationServer(franky_sim.SimulationServer):
+        def init(self) -> None:
+            for robot in self.sim.robots:
+                rs = FaultInjectingRobotServer(robot, self._remaining_hostname_candidates)
+                rs.init()
+                self.robot_servers.append(rs)
+            self.sim.start()
+
+    with MujocoSimulator(enable_visualization=False) as sim:
+        sim.add_robot()
+        with FaultSimulationServer(sim, hostname_candidates=[hostname]) as server:
+
+            def inject(_sig: int, _frame: Any) -> None:
+                for rs in server.robot_servers:
+                    rs.reflex_requested = True  # type: ignore[attr-defined]
+
+            def finish(_sig: int, _frame: Any) -> None:
+                server.running = False
+
+            signal.signal(signal.SIGUSR1, inject)
+            signal.signal(signal.SIGTERM, finish)
+            signal.signal(signal.SIGINT, finish)
+            print("READY", flush=True)
+            server.run_forever()
+
+
+# ---------------------------------------------------------------------- fixtures
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["ROS_DOMAIN_ID"] = DOMAIN_ID
+    return env
+
+
+def _wait_line(proc: subprocess.Popen[str], token: str, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < end:
+        line = proc.stdout.readline()
+        if token in line:
+            return
+        if not line and proc.poll() is not None:
+            break
+    raise RuntimeError(f"process did not print {token!r} within {timeout} s (rc={proc.poll()})")
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+@pytest.fixture(scope="module")
+def sim_server() -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--serve", HOST],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+    )
+    try:
+        _wait_line(proc, "READY", 60.0)
+        threading.Thread(target=lambda: proc.stdout and proc.stdout.read(), daemon=True).start()
+        yield proc
+    finally:
+        _kill(proc)
+
+
+@pytest.fixture(scope="module")
+def executor_proc(sim_server: subprocess.Popen[str]) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "afford_ros.nodes.executor", "--ros-args", "-p", f"robot_ip:={HOST}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+    )
+    log: list[str] = []
+
+    def drain() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.append(line)
+
+    proc.log = log  # type: ignore[attr-defined]  # read by tests that end the process
+    try:
+        _wait_line(proc, "executor ready", 60.0)
+        threading.Thread(target=drain, daemon=True).start()
+        yield proc
+    finally:
+        _kill(proc)
+        # Shown by pytest only for a failing run: the node's own account of what happened.
+        print("---- executor log ----\n" + "".join(log[-80:]))
+
+
+class Graph:
+    """The test's side of the graph: joint states, errors, the action and the services."""
+
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.action import ActionClient
+        from rclpy.executors import MultiThreadedExecutor
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Empty
+        from std_srvs.srv import Trigger
+
+        from afford_interfaces.action import FollowTrajectory
+        from afford_interfaces.msg import RobotError
+        from afford_interfaces.srv import Gripper
+        from afford_ros.nodes.qos import qos_profile
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=int(DOMAIN_ID))
+        self.node = rclpy.create_node("executor_test", context=self.context)
+        self.lock = threading.Lock()
+        self.states: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self.errors: list[Any] = []
+        self.node.create_subscription(JointState, "/joint_states", self._on_state, qos_profile("sensor"))
+        self.node.create_subscription(
+            RobotError, "/afford/robot_error", self._on_error, qos_profile("reliable")
+        )
+        self.stop_pub = self.node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
+        self.action: Any = ActionClient(self.node, FollowTrajectory, "/executor/follow_trajectory")
+        self.gripper: Any = self.node.create_client(Gripper, "/executor/gripper")
+        self.recover: Any = self.node.create_client(Trigger, "/executor/recover")
+        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        self.executor.add_node(self.node)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+        self.FollowTrajectory, self.Gripper, self.Trigger, self.Empty = (
+            FollowTrajectory,
+            Gripper,
+            Trigger,
+            Empty,
+        )
+
+    def _on_state(self, msg: Any) -> None:
+        with self.lock:
+            self.states.append((time.monotonic(), np.array(msg.position[:7]), np.array(msg.velocity[:7])))
+            del self.states[:-3000]
+
+    def _on_error(self, msg: Any) -> None:
+        with self.lock:
+            self.errors.append(msg)
+
+    def q(self, timeout: float = 10.0) -> np.ndarray:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                if self.states and time.monotonic() - self.states[-1][0] < 0.2:
+                    return self.states[-1][1].copy()
+            time.sleep(0.02)
+        raise AssertionError("no fresh /joint_states from the executor")
+
+    def dq(self) -> np.ndarray:
+        with self.lock:
+            return self.states[-1][2].copy()
+
+    def wait(self, future: Any, timeout: float) -> Any:
+        end = time.monotonic() + timeout
+        while not future.done():
+            assert time.monotonic() < end, "no answer in time"
+            time.sleep(0.01)
+        return future.result()
+
+    def send(self, times: np.ndarray, qs: np.ndarray) -> Any:
+        from afford_ros.nodes.convert import trajectory_msg
+
+        msg = trajectory_msg(times, qs)
+        assert self.action.wait_for_server(timeout_sec=10.0)
+        self.feedback: list[float] = []
+        goal = self.wait(
+            self.action.send_goal_async(
+                self.FollowTrajectory.Goal(trajectory=msg),
+                feedback_callback=lambda f: self.feedback.append(f.feedback.progress),
+            ),
+            10.0,
+        )
+        assert goal.accepted
+        return goal
+
+    def call(self, client: Any, request: Any, timeout: float = 15.0) -> Any:
+        assert client.wait_for_service(timeout_sec=10.0)
+        return self.wait(client.call_async(request), timeout)
+
+    def errors_since(self, n: int) -> list[Any]:
+        with self.lock:
+            return list(self.errors[n:])
+
+    def wait_moving(self, speed: float = 0.05, timeout: float = 10.0) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if np.max(np.abs(self.dq())) > speed:
+                return
+            time.sleep(0.005)
+        raise AssertionError("the arm never started moving")
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+@pytest.fixture(scope="module")
+def graph(executor_proc: subprocess.Popen[str]) -> Iterator[Graph]:
+    g = Graph()
+    try:
+        g.q(timeout=20.0)
+        yield g
+    finally:
+        g.close()
+
+
+def ramp(q0: np.ndarray, delta: np.ndarray, duration: float) -> tuple[np.ndarray, np.ndarray]:
+    """A 100 Hz cosine-profile joint trajectory from q0 to q0 + delta, as the planner emits."""
+    t = np.arange(0.0, duration + 1e-9, 0.01)
+    s = 0.5 * (1.0 - np.cos(np.pi * t / duration))
+    return t, q0 + s[:, None] * np.asarray(delta)[None, :]
+
+
+def at_rest_time(graph: Graph, since: float, timeout: float = 5.0, hold: float = 0.05) -> float:
+    """Seconds from ``since`` until every /joint_states velocity stays below 0.01 rad/s for ``hold``."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        with graph.lock:
+            samples = [(t, float(np.max(np.abs(dq)))) for t, _q, dq in graph.states if t >= since]
+        calm: float | None = None
+        for t, speed in samples:
+            if speed < 0.01:
+                calm = t if calm is None else calm
+            else:
+                calm = None
+        if calm is not None and samples[-1][0] - calm >= hold:
+            return calm - since
+        time.sleep(0.02)
+    raise AssertionError("the arm did not come to rest")
+
+
+# ---------------------------------------------------------------------- tests
+def test_trajectory_runs_and_joint_states_follow(graph: Graph) -> None:
+    """A checked trajectory reaches the robot and /joint_states tracks it: the rest of the graph
+    (the planner's next stage, the operator view) sees the arm where it really is."""
+    q0 = graph.q()
+    # Joint 7 is left alone: after a joint-7 motion franky-sim chatters it at +-0.077 rad/s forever
+    # (position steady within 2e-4 rad), which would spoil every "at rest" check that follows.
+    delta = np.array([0.3, 0.15, 0.0, 0.2, 0.0, 0.1, 0.0])
+    times, qs = ramp(q0, delta, 2.0)
+    goal = graph.send(times, qs)
+    seen: list[np.ndarray] = []
+    result_future = goal.get_result_async()
+    while not result_future.done():
+        seen.append(graph.q())
+        time.sleep(0.05)
+    result = result_future.result().result
+    assert result.success, result.message
+    assert result.error_kind == ""
+    time.sleep(0.5)
+    q_end = graph.q()
+    assert np.max(np.abs(q_end - qs[-1])) < 0.01, q_end - qs[-1]
+    # Mid-motion states lie on the planned path (not a jump to the end).
+    path_err = [float(np.min(np.max(np.abs(qs - q), axis=1))) for q in seen]
+    progressed = [float((q - q0)[0] / delta[0]) for q in seen]
+    assert any(0.2 < p < 0.8 for p in progressed), progressed
+    assert max(path_err) < 0.02, max(path_err)
+    # The final progress (1.0) is published just before the result; this process's executor can
+    # take it in later than the result on a loaded machine.
+    end = time.monotonic() + 5.0
+    while not (graph.feedback and max(graph.feedback) > 1.0 - 1e-6) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert graph.feedback and max(graph.feedback) == pytest.approx(1.0)
+
+
+def test_limit_violation_is_refused_and_arm_stays(graph: Graph) -> None:
+    """A trajectory into joint 4's limit margin is refused before franky sees it, reported as a
+    'limit' RobotError, and the arm does not move at all."""
+    at_rest_time(graph, time.monotonic())
+    q0 = graph.q()
+    n_err = len(graph.errors_since(0))
+    target = q0.copy()
+    target[3] = -0.152 - 0.02  # FR3 joint 4 upper limit is -0.1518: inside the 0.05 rad margin
+    times, qs = ramp(q0, target - q0, 8.0)
+    goal = graph.send(times, qs)
+    result = graph.wait(goal.get_result_async(), 10.0).result
+    assert not result.success and result.error_kind == "limit"
+    assert "joint 4" in result.message
+    time.sleep(0.5)
+    errors = graph.errors_since(n_err)
+    assert [e.kind for e in errors] == ["limit"] and not errors[0].needs_recovery
+    assert np.max(np.abs(graph.q() - q0)) < 1e-3
+
+
+def test_stop_topic_halts_moving_arm(graph: Graph, record_property: Any) -> None:
+    """The software stop halts a moving arm within a bound: on the real robot this is what an
+    operator reaches for first. The measured latency is recorded (franky-sim, stop at ~0.3 rad/s)."""
+    q0 = graph.q()
+    n_err = len(graph.errors_since(0))
+    times, qs = ramp(q0, np.array([-0.6, 0, 0, 0, 0, 0, 0]), 3.0)
+    goal = graph.send(times, qs)
+    graph.wait_moving(0.15)
+    t_stop = time.monotonic()
+    graph.stop_pub.publish(graph.Empty())
+    latency = at_rest_time(graph, t_stop)
+    record_property("stop_to_rest_s", latency)
+    print(f"stop topic -> arm at rest (|dq| < 0.01 rad/s): {latency:.3f} s")
+    assert latency < 1.5
+    result = graph.wait(goal.get_result_async(), 5.0).result
+    assert not result.success and result.error_kind == "stopped"
+    assert np.max(np.abs(graph.q() - qs[-1])) > 0.1  # it stopped well short of the goal
+    time.sleep(0.3)
+    assert "stopped" in [e.kind for e in graph.errors_since(n_err)]
+
+
+def test_cancel_halts_moving_arm(graph: Graph) -> None:
+    """Cancelling the goal halts the arm too: a client that gives up must not leave it moving."""
+    q0 = graph.q()
+    times, qs = ramp(q0, np.array([0.6, 0, 0, 0, 0, 0, 0]), 3.0)
+    goal = graph.send(times, qs)
+    graph.wait_moving(0.15)
+    t_cancel = time.monotonic()
+    graph.wait(goal.cancel_goal_async(), 5.0)
+    assert at_rest_time(graph, t_cancel) < 1.5
+    response = graph.wait(goal.get_result_async(), 5.0)
+    assert response.status == 5  # GoalStatus.STATUS_CANCELED
+    assert response.result.error_kind == "stopped"
+
+
+def test_injected_reflex_needs_recovery(graph: Graph, sim_server: subprocess.Popen[str]) -> None:
+    """A reflex aborts the motion, is reported with needs_recovery, and every motion (arm and
+    gripper) is refused until the operator calls /executor/recover; after that motion works."""
+    q0 = graph.q()
+    n_err = len(graph.errors_since(0))
+    times, qs = ramp(q0, np.array([0.4, 0, 0, 0, 0, 0, 0]), 3.0)
+    goal = graph.send(times, qs)
+    graph.wait_moving(0.1)
+    os.kill(sim_server.pid, signal.SIGUSR1)
+    result = graph.wait(goal.get_result_async(), 10.0).result
+    assert not result.success and result.error_kind == "reflex"
+    assert "reflex" in result.message.lower()
+    time.sleep(0.3)
+    reflexes = [e for e in graph.errors_since(n_err) if e.kind == "reflex"]
+    assert reflexes and all(e.needs_recovery for e in reflexes)
+
+    at_rest_time(graph, time.monotonic())  # the aborted motion's momentum dies out first
+    q_hold = graph.q()
+    times, qs = ramp(q_hold, np.array([0.05, 0, 0, 0, 0, 0, 0]), 1.0)
+    refused = graph.wait(graph.send(times, qs).get_result_async(), 10.0).result
+    assert not refused.success and refused.error_kind == "reflex" and "recover" in refused.message
+    grip = graph.call(graph.gripper, graph.Gripper.Request(command="open", width=0.08, force=0.0))
+    assert not grip.success and "recover" in grip.message
+    time.sleep(0.3)
+    assert np.max(np.abs(graph.q() - q_hold)) < 2e-3
+
+    recovered = graph.call(graph.recover, graph.Trigger.Request())
+    assert recovered.success, recovered.message
+    q1 = graph.q()
+    times, qs = ramp(q1, np.array([0.05, 0, 0, 0, 0, 0, 0]), 1.0)
+    after = graph.wait(graph.send(times, qs).get_result_async(), 15.0).result
+    assert after.success, after.message
+
+
+def test_gripper_commands_checked_and_run(graph: Graph) -> None:
+    """Open and grasp reach the hand; a grasp with no expected width that closes on nothing is
+    a failure (a skill must not lift thin air); a force beyond the hand's 70 N is refused, never
+    sent."""
+    opened = graph.call(graph.gripper, graph.Gripper.Request(command="open", width=0.08, force=0.0))
+    assert opened.success and opened.width > 0.07, opened
+    empty = graph.call(graph.gripper, graph.Gripper.Request(command="grasp", width=0.0, force=20.0))
+    assert not empty.success and empty.width < 0.01 and "nothing" in empty.message, empty
+    graph.call(graph.gripper, graph.Gripper.Request(command="open", width=0.08, force=0.0))
+    grasp = graph.call(graph.gripper, graph.Gripper.Request(command="grasp", width=0.002, force=20.0))
+    assert grasp.success and grasp.width < 0.01, grasp
+    n_err = len(graph.errors_since(0))
+    too_hard = graph.call(graph.gripper, graph.Gripper.Request(command="grasp", width=0.0, force=100.0))
+    assert not too_hard.success and "force" in too_hard.message
+    time.sleep(0.3)
+    assert [e.kind for e in graph.errors_since(n_err)] == ["limit"]
+
+
+def test_sigint_mid_motion_exits_cleanly(graph: Graph, executor_proc: subprocess.Popen[str]) -> None:
+    """Ctrl-C while the arm moves stops the robot and exits 0 with nothing left behind: a node
+    that hangs or dies uncleanly in the lab leaves an arm under nobody's control."""
+    q0 = graph.q()
+    times, qs = ramp(q0, np.array([-0.5, 0, 0, 0, 0, 0, 0]), 3.0)
+    graph.send(times, qs)
+    graph.wait_moving(0.1)
+    executor_proc.send_signal(signal.SIGINT)
+    rc = executor_proc.wait(15)
+    time.sleep(0.2)  # the drain thread takes the last lines
+    assert rc == 0, "".join(executor_proc.log[-40:])  # type: ignore[attr-defined]
+    children = subprocess.run(
+        ["ps", "-o", "pid=", "--ppid", str(executor_proc.pid)], capture_output=True, text=True, check=False
+    ).stdout.split()
+    assert children == []
+
+
+ISAAC_DOMAIN_ID = str(100 + (os.getpid() + 50) % 100)
+
+
+def test_joint_command_topic_backend_streams_checked_points() -> None:
+    """The Isaac Sim backend: the same checks, then the trajectory's points streamed as JointState
+    commands at their times; a refused trajectory sends nothing and a stop ends the stream. The
+    world (Isaac Sim, unreachable here) is played by this test: it publishes /joint_states and
+    follows the commands ideally."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    from afford_ros.nodes.qos import qos_profile
+
+    env = dict(os.environ, ROS_DOMAIN_ID=ISAAC_DOMAIN_ID)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "afford_ros.nodes.executor",
+            "--ros-args",
+            "-p",
+            "backend:=joint_command_topic",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=int(ISAAC_DOMAIN_ID))
+    node = rclpy.create_node("isaac_world", context=ctx)
+    lock = threading.Lock()
+    q_world = np.array([0.0, 0.0, 0.0, -1.57, 0.0, 1.57, 0.785])
+    # (when the executor sent it, by its header stamp in system time; the joints). Send times,
+    # not arrival times: this process's own executor can fall behind on a loaded machine, and
+    # what is checked is when the executor node streamed each point.
+    commands: list[tuple[float, np.ndarray]] = []
+
+    def on_command(msg: JointState) -> None:
+        nonlocal q_world
+        if list(msg.name) == [f"fr3_joint{i}" for i in range(1, 8)]:
+            sent_at = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+            with lock:
+                q_world = np.array(msg.position)
+                commands.append((sent_at, q_world.copy()))
+
+    def wait_for_command(q: np.ndarray, timeout: float = 5.0) -> None:
+        """Until the last command received is ``q`` (the ones already sent may still be queued here)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with lock:
+                if commands and np.allclose(commands[-1][1], q):
+                    return
+            time.sleep(0.01)
+
+    node.create_subscription(JointState, "/isaac_joint_commands", on_command, qos_profile("reliable"))
+    pub = node.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
+
+    def publish_world() -> None:
+        with lock:
+            q = q_world.copy()
+        names = [*(f"fr3_joint{i}" for i in range(1, 8)), "fr3_finger_width"]
+        pub.publish(JointState(name=names, position=[*(float(v) for v in q), 0.04]))
+
+    node.create_timer(0.01, publish_world)
+    # Made before the spin starts: rclpy's ActionClient registers itself with the node before it
+    # is fully built, and a spin running meanwhile dies on the half-made client (the world then
+    # stops publishing, which once looked like an executor fault).
+    graph = _ActionSide(ctx, node)
+    spin = SingleThreadedExecutor(context=ctx)
+    spin.add_node(node)
+    threading.Thread(target=spin.spin, daemon=True).start()
+    output: list[str] = []
+    try:
+        _wait_line(proc, "executor ready", 60.0)
+        threading.Thread(target=lambda: proc.stdout and output.extend(proc.stdout), daemon=True).start()
+        graph.wait_for_server()
+        times, qs = ramp(q_world.copy(), np.array([0.2, 0, 0, 0.1, 0, 0, 0]), 1.0)
+        result = graph.run(times, qs, 10.0)
+        assert result.success, result.message
+        wait_for_command(qs[-1])
+        with lock:
+            sent = list(commands)
+        # A world that falls behind keeps only the newest commands (keep last 10), so points can
+        # be missing here; each one that came must be a trajectory point, in order, not sent
+        # before its time, and the stream must have taken the trajectory's time.
+        point = {tuple(q): k for k, q in enumerate(qs)}
+        ks = [point[tuple(q)] for _, q in sent]
+        assert ks == sorted(ks) and ks[-1] == len(qs) - 1 and len(ks) >= 20, ks
+        early = [round(times[k] - (t - sent[0][0]), 3) for (t, _), k in zip(sent, ks, strict=True)]
+        assert max(early) < 0.02, early  # the backend waits for each point's time
+        assert 0.8 < sent[-1][0] - sent[0][0] < 1.5  # streamed at the trajectory's pace
+
+        bad = qs[-1].copy()
+        bad[3] = 0.0  # beyond joint 4's upper limit
+        times, qs2 = ramp(qs[-1], bad - qs[-1], 6.0)
+        with lock:
+            n = len(commands)
+        refused = graph.run(times, qs2, 10.0)
+        assert not refused.success and refused.error_kind == "limit"
+        time.sleep(0.3)
+        with lock:
+            assert len(commands) == n
+
+        times, qs3 = ramp(qs[-1], np.array([-0.3, 0, 0, 0, 0, 0, 0]), 3.0)
+        with lock:
+            n = len(commands)
+        future = graph.send(times, qs3)
+        time.sleep(1.0)
+        graph.stop()
+        t_stop = time.time()  # the clock of the header stamps
+        stopped = graph.wait(future, 10.0).result
+        assert not stopped.success and stopped.error_kind == "stopped"
+        time.sleep(0.5)
+        with lock:
+            streamed = commands[n:]
+        # The hold repeats where the world is, a point already sent; after it, nothing may come
+        # (a trajectory point after the hold would move the arm on). How soon the stop lands
+        # depends on the machine (a loaded one stalls the node's process 0.1-0.4 s now and then),
+        # so its bound is loose, as for franky's stop above.
+        point = {tuple(q): k for k, q in enumerate(qs3)}
+        ks = [point.get(tuple(q), -1) for _, q in streamed]
+        repeats = [i for i in range(1, len(ks)) if ks[i] <= max(ks[:i])]
+        assert repeats == [len(ks) - 1], ks  # exactly one hold, and it is the last command
+        assert streamed[-1][0] - t_stop < 1.0, streamed[-1][0] - t_stop
+        assert np.max(np.abs(streamed[-1][1] - qs3[-1])) > 0.1  # nowhere near the goal: the stream ended
+    finally:
+        spin.shutdown()
+        node.destroy_node()
+        ctx.try_shutdown()
+        _kill(proc)
+    time.sleep(0.2)  # the reader thread takes the last lines
+    assert proc.returncode == 0, "".join(output[-40:])
+
+
+class _ActionSide:
+    """A minimal action client and stop publisher; build it before the node spins."""
+
+    def __init__(self, ctx: Any, node: Any) -> None:
+        from rclpy.action import ActionClient
+        from std_msgs.msg import Empty
+
+        from afford_interfaces.action import FollowTrajectory
+        from afford_ros.nodes.qos import qos_profile
+
+        self.FollowTrajectory, self.Empty = FollowTrajectory, Empty
+        self.action: Any = ActionClient(node, FollowTrajectory, "/executor/follow_trajectory")
+        self.stop_pub = node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
+
+    def wait_for_server(self) -> None:
+        assert self.action.wait_for_server(timeout_sec=20.0)
+
+    @staticmethod
+    def wait(future: Any, timeout: float) -> Any:
+        end = time.monotonic() + timeout
+        while not future.done():
+            assert time.monotonic() < end, "no answer in time"
+            time.sleep(0.01)
+        return future.result()
+
+    def send(self, times: np.ndarray, qs: np.ndarray) -> Any:
+        from afford_ros.nodes.convert import trajectory_msg
+
+        msg = trajectory_msg(times, qs)
+        goal = self.wait(self.action.send_goal_async(self.FollowTrajectory.Goal(trajectory=msg)), 10.0)
+        assert goal.accepted
+        return goal.get_result_async()
+
+    def run(self, times: np.ndarray, qs: np.ndarray, timeout: float) -> Any:
+        return self.wait(self.send(times, qs), timeout).result
+
+    def stop(self) -> None:
+        self.stop_pub.publish(self.Empty())
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--serve":
+        serve(sys.argv[2])
+    else:
+        sys.exit("usage: test_executor_node.py --serve HOSTNAME")
+
+
+def test_topic_backend_waits_for_a_fresh_state_and_refuses_a_stale_one() -> None:
+    """Isaac Sim publishes /joint_states in bursts when its machine is loaded: a goal must wait a
+    bounded time for a fresh reading rather than fail on a momentary gap, and must never start
+    from a reading that is seconds old (the arm may have moved since)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    from afford_ros.nodes.executor import StaleState, _TopicBackend
+    from afford_ros.nodes.qos import qos_profile
+
+    domain = int(ISAAC_DOMAIN_ID) + 1 if int(ISAAC_DOMAIN_ID) < 199 else 101
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain)
+    node = rclpy.create_node("executor_backend_test", context=ctx)
+    backend = _TopicBackend(node, "/isaac_joint_commands", None)
+    pub = node.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
+    spin = SingleThreadedExecutor(context=ctx)
+    spin.add_node(node)
+    threading.Thread(target=spin.spin, daemon=True).start()
+    names = [f"fr3_joint{i}" for i in range(1, 8)]
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(StaleState, match="none yet"):
+            backend.current_q(wait=0.3)
+        assert time.monotonic() - t0 >= 0.3
+
+        # A reading that arrives while the goal waits is taken.
+        def publish_later() -> None:
+            time.sleep(0.3)
+            for _ in range(20):
+                pub.publish(JointState(name=names, position=[0.1 * i for i in range(7)]))
+                time.sleep(0.02)
+
+        publisher = threading.Thread(target=publish_later, daemon=True)
+        publisher.start()
+        q = backend.current_q(wait=5.0)
+        assert np.allclose(q, [0.1 * i for i in range(7)])
+
+        # Once the stream stops, an old reading is refused after the wait.
+        publisher.join()
+        time.sleep(0.8)
+        with pytest.raises(StaleState, match="old"):
+            backend.current_q(max_age=0.5, wait=0.2)
+    finally:
+        spin.shutdown()
+        node.destroy_node()
+        ctx.try_shutdown()

@@ -1,0 +1,184 @@
+"""The sim_world node as a process: contract topics, reset and evaluate, clean shutdown."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+from geometry_msgs.msg import PoseStamped  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
+from std_msgs.msg import String  # noqa: E402
+from std_srvs.srv import Trigger  # noqa: E402
+
+from afford_interfaces.srv import ResetScene  # noqa: E402
+from afford_ros import contract  # noqa: E402
+from afford_ros.nodes.convert import msg_to_image  # noqa: E402
+from afford_ros.nodes.qos import qos_profile  # noqa: E402
+
+DOMAIN = str(100 + os.getpid() % 100)
+HOST = f"127.1.{os.getpid() % 250 + 1}.{(os.getpid() // 250) % 250 + 1}"
+TYPES = {
+    "sensor_msgs/msg/Image": Image,
+    "sensor_msgs/msg/CameraInfo": CameraInfo,
+    "geometry_msgs/msg/PoseStamped": PoseStamped,
+    "std_msgs/msg/String": String,
+}
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append(int(entry.name))
+    return out
+
+
+@pytest.fixture(scope="module")
+def node_proc() -> Iterator[subprocess.Popen[bytes]]:
+    env = {**os.environ, "ROS_DOMAIN_ID": DOMAIN}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "afford_ros.nodes.sim_world",
+            "--ros-args",
+            "-p",
+            f"hostname:={HOST}",
+            "-p",
+            "task:=pick-cube-v1",
+            "-p",
+            "seed:=0",
+            "-p",
+            "width:=320",
+            "-p",
+            "height:=240",
+            "-p",
+            "fps:=15.0",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def probe(node_proc: subprocess.Popen[bytes]) -> Iterator[Node]:
+    os.environ["ROS_DOMAIN_ID"] = DOMAIN
+    rclpy.init()
+    n = Node("sim_world_probe")
+    yield n
+    n.destroy_node()
+    rclpy.shutdown()
+
+
+def _collect(node: Node, seconds: float, until: Any = None) -> dict[str, list[Any]]:
+    got: dict[str, list[Any]] = {}
+    subs = []
+    for t in contract.TOPICS:
+        if t.publisher == "sim_world":
+            subs.append(
+                node.create_subscription(
+                    TYPES[t.type],
+                    t.name,
+                    lambda m, name=t.name: got.setdefault(name, []).append(m),
+                    qos_profile(t.qos),
+                )
+            )
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not (until and until(got)):
+        rclpy.spin_once(node, timeout_sec=0.05)
+    for s in subs:
+        node.destroy_subscription(s)
+    return got
+
+
+def _call(node: Node, srv_type: Any, name: str, request: Any, timeout: float = 30.0) -> Any:
+    client = node.create_client(srv_type, name)
+    assert client.wait_for_service(timeout_sec=timeout), f"{name} not offered"
+    future = client.call_async(request)
+    rclpy.spin_until_future_complete(node, future, timeout_sec=timeout)
+    node.destroy_client(client)
+    assert future.done(), f"{name} did not answer"
+    return future.result()
+
+
+def test_topics_follow_the_contract(probe: Node, node_proc: subprocess.Popen[bytes]) -> None:
+    """Perception consumes these exactly as a RealSense driver publishes them; a wrong encoding,
+    frame or QoS would silently break the real graph where the simulator looked fine."""
+    names = {t.name for t in contract.TOPICS if t.publisher == "sim_world"}
+    got = _collect(probe, 60.0, until=lambda g: set(g) >= names and len(g["/camera/color/image_raw"]) >= 2)
+    assert node_proc.poll() is None, node_proc.stdout.read().decode() if node_proc.stdout else ""
+    assert set(got) >= names, f"missing {names - set(got)}"
+    for t in contract.TOPICS:
+        if t.publisher == "sim_world" and t.frame:
+            assert got[t.name][-1].header.frame_id == t.frame, t.name
+    rgb = got["/camera/color/image_raw"][-1]
+    depth = got["/camera/aligned_depth_to_color/image_raw"][-1]
+    seg = got["/sim/ground_truth/segmentation"][-1]
+    assert (rgb.encoding, depth.encoding, seg.encoding) == ("rgb8", "16UC1", "16UC1")
+    assert (rgb.width, rgb.height) == (depth.width, depth.height) == (320, 240)
+    d = msg_to_image(depth)
+    assert 300 < d[d > 0].min() < d.max() < 10000  # millimetres
+    assert got["/sim/ground_truth/objects"][-1].data == "cube"
+    info = got["/camera/color/camera_info"][-1]
+    assert info.k[0] > 0 and info.width == 320 and info.k[2] == pytest.approx(159.5)
+    ext = got["/camera/extrinsics"][-1].pose.position
+    assert (ext.x, ext.z) == pytest.approx((1.2, 0.9), abs=1e-6)
+
+
+def test_reset_and_evaluate(probe: Node) -> None:
+    """Trials start from a fresh scene and end with a ground-truth verdict."""
+    res = _call(
+        probe,
+        ResetScene,
+        "/sim_world/reset",
+        ResetScene.Request(task_id="place-banana-plate-v1", seed=1),
+    )
+    assert res.success, res.message
+    assert sorted(res.objects) == ["banana", "plate"]
+    got = _collect(probe, 20.0, until=lambda g: "/sim/ground_truth/objects" in g)
+    assert sorted(got["/sim/ground_truth/objects"][-1].data.split("\n")) == ["banana", "plate"]
+    ev = _call(probe, Trigger, "/sim_world/evaluate", Trigger.Request())
+    assert not ev.success and ev.message.startswith("place-banana-plate-v1/place")
+    bad = _call(probe, ResetScene, "/sim_world/reset", ResetScene.Request(task_id="", seed=0))
+    assert not bad.success
+    bad = _call(probe, ResetScene, "/sim_world/reset", ResetScene.Request(task_id="juggle-v1", seed=0))
+    assert not bad.success and "unknown task 'juggle-v1'" in bad.message
+
+
+def test_sigint_ends_cleanly(node_proc: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C must stop the render process and free the libfranka ports: an orphan would hold
+    them and the next launch could not bind."""
+    assert node_proc.poll() is None
+    kids = _children(node_proc.pid)
+    assert kids, "the render process should be a child of the node"
+    node_proc.send_signal(signal.SIGINT)
+    assert node_proc.wait(timeout=20) == 0
+    time.sleep(0.2)
+    alive = [
+        k
+        for k in kids
+        if Path(f"/proc/{k}").exists()
+        and "Z" not in (Path(f"/proc/{k}/stat").read_text().rsplit(")", 1)[1].split()[0])
+    ]
+    assert not alive, f"children left: {alive}"

@@ -1,0 +1,101 @@
+"""Every registered arm in the batch world: it holds its home, its planner model agrees with the
+simulator, its hand opens and closes to its stroke, and it can pick a cube up."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from afford_core.robots import HOME_TCP_ROTATION, ROBOTS
+from afford_planner.robot_model import RobotModel
+from afford_sim.scene import CameraSpec, ObjectSpec, SceneSpec, Window, sample_scene
+from afford_sim.world import FINGERS, BatchWorld
+
+ARMS = ROBOTS.names()
+
+
+def _world(robot: str, objects: tuple[ObjectSpec, ...] = ()) -> BatchWorld:
+    spec = SceneSpec(objects=objects, cameras=(CameraSpec(),), robot=robot)
+    return BatchWorld(sample_scene(spec, seed=0))
+
+
+@pytest.fixture(scope="module", params=ARMS)
+def arm(request: pytest.FixtureRequest) -> tuple[BatchWorld, RobotModel]:
+    world = _world(request.param)
+    yield world, RobotModel(request.param)
+    world.close()
+
+
+def test_arm_holds_home_and_points_down(arm: tuple[BatchWorld, RobotModel]) -> None:
+    """A position-controlled arm with gravity compensation must not sag (robosuite's arms come
+    with torque motors: as exported they fall)."""
+    world, model = arm
+    world.reset()
+    world.advance(1.0)
+    assert np.max(np.abs(world.arm_q() - model.q_home)) < 2e-3
+    assert np.allclose(world.tcp_pose()[:3, :3], HOME_TCP_ROTATION, atol=2e-3)
+
+
+def test_planner_kinematics_agree_with_the_simulator(arm: tuple[BatchWorld, RobotModel]) -> None:
+    """The planner's TCP (pinocchio, from the robot's model file) must be the simulator's TCP site,
+    or every planned grasp lands off target."""
+    world, model = arm
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        q = np.clip(model.random_configuration(rng), -3.0, 3.0)
+        np.testing.assert_allclose(model.fk(q), world.tcp_pose_at(q), atol=1e-6)
+
+
+def test_hand_opens_to_its_stroke_and_closes(arm: tuple[BatchWorld, RobotModel]) -> None:
+    world, model = arm
+    world.reset()
+    stroke = model.robot.gripper.max_width
+    assert world.close_gripper() < 0.005
+    assert world.open_gripper() == pytest.approx(stroke, abs=0.004)
+    assert world.close_gripper() < 0.005  # and again: a jammed linkage would stop here
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("robot", ARMS)
+def test_arm_picks_up_a_cube(robot: str) -> None:
+    """Top-down over a 4.5 cm cube, close, lift 15 cm: the cube comes up between both fingers."""
+    cube = ObjectSpec("cube", "cube", 0, Window(center=(0.5, 0.0), size=(0.0, 0.0), yaw=(0.0, 0.0)))
+    world = _world(robot, (cube,))
+    model = RobotModel(robot)
+    from afford_planner.ik import solve_ik
+
+    try:
+        start = world.object_pose("cube")[:3, 3].copy()
+        grasp = np.eye(4)
+        grasp[:3, :3] = HOME_TCP_ROTATION
+        grasp[:3, 3] = start + np.array([0.0, 0.0, 0.0])
+        above, lifted = grasp.copy(), grasp.copy()
+        above[2, 3] += 0.12
+        lifted[2, 3] += 0.15
+        q = world.arm_q()
+        path = []
+        for pose in (above, grasp):
+            res = solve_ik(model, pose, q)
+            assert res.success and res.q is not None, res.reason
+            path.append(res.q)
+            q = res.q
+        world.move_arm(path[:1], [2.0])
+        world.move_arm(path[1:], [1.5])
+        world.close_gripper()
+        res = solve_ik(model, lifted, q)
+        assert res.success and res.q is not None
+        world.move_arm([res.q], [1.5])
+        world.advance(0.5)
+        assert world.object_pose("cube")[2, 3] - start[2] > 0.12
+        assert world.in_contact(FINGERS[0], "cube") and world.in_contact(FINGERS[1], "cube")
+    finally:
+        world.close()
+
+
+def test_a_scene_for_an_unknown_robot_is_refused() -> None:
+    with pytest.raises(KeyError, match="unknown robot"):
+        SceneSpec(robot="r2d2")
+    with pytest.raises(ValueError, match="robot_q must be 6"):
+        dataclasses.replace(SceneSpec(robot="ur5e"), robot_q=(0.0,) * 7)
