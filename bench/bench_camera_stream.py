@@ -47,7 +47,7 @@ def qos_profile(name: str) -> Any:
     """The contract's profiles, plus ``best_effort`` for comparison."""
     from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-    from afford_ros.nodes.qos import qos_profile as contract_profile
+    from afford_ros.qos import qos_profile as contract_profile
 
     if name == "best_effort":
         return QoSProfile(depth=5, reliability=ReliabilityPolicy.BEST_EFFORT)

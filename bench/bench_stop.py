@@ -140,7 +140,7 @@ def _trials(cfg: BenchConfig, domain: int) -> list[tuple[float, float, float]]:
 
     from afford_interfaces.action import FollowTrajectory
     from afford_ros.nodes.convert import trajectory_msg
-    from afford_ros.nodes.qos import qos_profile
+    from afford_ros.qos import qos_profile
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)

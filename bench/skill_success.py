@@ -49,6 +49,8 @@ def _episode(args: tuple[str, str, str, int, str]) -> dict[str, object]:
             "failed_stage": next((k for k, v in r.stages.items() if not v), None),
             "detail": r.details,
             "timings_ms": r.timings_ms,
+            "randomization": r.randomization,
+            "config": r.config,  # the resolved SpineConfig this episode ran with
         }
     except Exception as err:  # noqa: BLE001 - a crash is a failed episode, recorded with its reason
         out = {"success": False, "error": f"{type(err).__name__}: {err}"}

@@ -13,7 +13,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${AFFORD_VENV:-$ROOT/.venv}"
 PKG_DIR="$ROOT/src/afford_interfaces"
-BUILD_DIR="$ROOT/ros2_ws/build/afford_interfaces"
+BUILD_DIR="$ROOT/build/afford_interfaces"
 cd "$ROOT"
 
 log() { printf '\033[1m[interfaces]\033[0m %s\n' "$*"; }

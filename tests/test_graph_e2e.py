@@ -29,7 +29,12 @@ pytestmark = pytest.mark.slow
 
 DOMAIN = str(110 + os.getpid() % 60)
 HOST = f"127.0.{os.getpid() % 200 + 20}.{os.getpid() % 250 + 1}"
-SEEN_BY_GRAPH = [t for t in contract.TOPICS if t.publisher != "operator" and t.name != "/afford/robot_error"]
+#: What a scripted trial publishes: not the operator's stop, not a policy's joint targets (no
+#: policy runs here), not robot errors (none should happen).
+SEEN_BY_GRAPH = [
+    t for t in contract.TOPICS
+    if t.publisher not in ("operator", "policy") and t.name != "/afford/robot_error"
+]
 
 
 def _alive(pid: int) -> bool:
@@ -66,7 +71,7 @@ class Monitor:
     """Counts messages on every contract topic and keeps the latest joint state."""
 
     def __init__(self) -> None:
-        from afford_ros.nodes.qos import qos_profile
+        from afford_ros.qos import qos_profile
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)

@@ -230,9 +230,23 @@ def load_parameters(path: Path) -> dict[str, dict[str, Any]]:
         params = body["ros__parameters"] or {}
         if not isinstance(params, dict):
             raise ValueError(f"{path}: {node}.ros__parameters must be a mapping")
-        for k, v in params.items():
+        flat = _flatten(params)
+        for k, v in flat.items():
             _check_value(f"{path}: {node}.{k}", v)
-        out[str(node)] = dict(params)
+        out[str(node)] = flat
+    return out
+
+
+def _flatten(params: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    # ROS reads a nested mapping in a params file as dotted names (safety: {joint_margin: 0.05}
+    # is the parameter safety.joint_margin), the names the nodes' typed configs declare.
+    out: dict[str, Any] = {}
+    for k, v in params.items():
+        name = f"{prefix}{k}"
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, name + "."))
+        else:
+            out[name] = v
     return out
 
 

@@ -9,12 +9,20 @@ from typing import Any
 import pytest
 
 from afford_bringup import graph as g
+from afford_planner.safety import SafetyConfig
+from afford_planner.selection import SelectionConfig
 from afford_ros.contract import TOPICS
+from afford_ros.params import config_parameters
 
 NODES_DIR = Path(g.__file__).resolve().parents[2] / "afford_ros" / "afford_ros" / "nodes"
 
 #: Every parameter each node takes (issue 3's node list); a config key outside it is a typo that
 #: ROS would silently ignore.
+#: Parameters a node declares from a typed config (afford_ros.params), by their dotted names.
+CONFIG_PARAMETERS: dict[str, set[str]] = {
+    "planner": set(config_parameters(SelectionConfig, "selection", exclude=("level",))),
+    "executor": set(config_parameters(SafetyConfig, "safety")),
+}
 NODE_PARAMETERS: dict[str, set[str]] = {
     "sim_world": {
         "task",
@@ -28,16 +36,15 @@ NODE_PARAMETERS: dict[str, set[str]] = {
     },
     "camera": {"serial", "bag_file", "width", "height", "fps", "extrinsics"},
     "perception": {"grounding", "segmentation", "sam_checkpoint", "max_frame_age_s", "frame_wait_s"},
-    "planner": {"plan_top_k", "combination", "gate", "max_state_age_s"},
+    "planner": {"plan_top_k", "max_state_age_s", *CONFIG_PARAMETERS["planner"]},
     "executor": {
         "robot_ip",
+        "robot",
         "backend",
         "joint_command_topic",
         "dynamics_factor",
-        "joint_margin_rad",
-        "workspace_min",
-        "workspace_max",
         "state_rate_hz",
+        *CONFIG_PARAMETERS["executor"],
     },
     "task_server": {"mode", "auto_approve", "approval_timeout_s", "max_frame_age_s", "sim_world"},
 }
@@ -173,7 +180,7 @@ def test_nodes_know_the_parameters_the_graphs_set(node: str) -> None:
     module does not even name is such a parameter (a typo, or a rename on one side)."""
     path = NODES_DIR / f"{node}.py"
     assert path.is_file(), f"afford_ros/nodes/{node}.py is missing"
-    named = _string_constants(path)
+    named = _string_constants(path) | CONFIG_PARAMETERS.get(node, set())
     used = {
         k
         for name, graph in g.GRAPHS.items()

@@ -42,10 +42,20 @@ def _setup_env() -> None:
 def _cmd_run(args: argparse.Namespace) -> int:
     from afford_pipeline.spine import SpineConfig, run_sentence, run_task
 
-    if not args.sentence and not args.task:
+    if not args.sentence and not args.task and not args.print_config:
         raise ValueError('empty task: give a sentence or --task ID, e.g. afford run "pick up the scoop"')
-    config = SpineConfig(grounding=args.grounding, seed=args.seed, video_path=args.video, robot=args.robot,
-                         allow_unvalidated_robot=args.allow_unvalidated_robot)
+    from afford_core import config as cfg
+
+    # Defaults, then the --config file, then the flags given, then --set: the later wins.
+    config = cfg.load(SpineConfig, args.config) if args.config else SpineConfig()
+    flags = {"grounding": args.grounding, "seed": args.seed, "video_path": args.video, "robot": args.robot,
+             "allow_unvalidated_robot": args.allow_unvalidated_robot or None}
+    given = {k: v for k, v in flags.items() if v is not None}
+    config = cfg.from_dict(SpineConfig, {**cfg.to_dict(config), **given})
+    config = cfg.apply_overrides(config, args.set)
+    if args.print_config:
+        print(cfg.dump(config), end="")
+        return 0
     progress = None if args.json else (lambda line: print(line, flush=True))
     if args.task:
         result = run_task(args.task, config, progress=progress, sentence=args.sentence or None)
@@ -421,18 +431,22 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a task (sentence or id) through the spine in the batch world")
     run.add_argument("sentence", nargs="?", default="", help='e.g. "hang the mug on the rack"')
     run.add_argument("--task", default=None, help="task id (`afford tasks`); alone, its instruction is used")
-    run.add_argument("--seed", type=int, default=0, help="scene and object seed (default 0)")
+    run.add_argument("--seed", type=int, default=None, help="scene and object seed (default 0)")
     run.add_argument(
         "--grounding",
-        default="oracle",
+        default=None,
         choices=_grounding_sources(),
         help="where the grasp region comes from (default: oracle)",
     )
     run.add_argument("--video", default=None, help="write an MP4 of the execution here")
-    run.add_argument("--robot", default="fr3", help="the arm (see `afford robots`; default fr3)")
+    run.add_argument("--robot", default=None, help="the arm (see `afford robots`; default fr3)")
     run.add_argument("--allow-unvalidated-robot", action="store_true",
                      help="run a task on a robot it is not validated on (`afford tasks` lists them)")
     run.add_argument("--json", action="store_true", help="print one JSON object instead of a report")
+    run.add_argument("--config", default=None, help="a YAML file of settings (SpineConfig's fields)")
+    run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                     help="one setting, dotted, e.g. --set selection.combination=weighted_sum (repeatable)")
+    run.add_argument("--print-config", action="store_true", help="print the resolved settings; run nothing")
     run.set_defaults(func=_cmd_run)
 
     tasks = sub.add_parser("tasks", help="list the registered tasks: id, tier, skill, robots, instruction")

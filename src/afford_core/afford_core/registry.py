@@ -80,9 +80,9 @@ class Registry(Generic[T]):
             raise ValueError(
                 f"{self.kind} {name!r} is registered lazily as {known!r}, not {_target_of(entry)!r}"
             )
-        self._entries[name] = entry
         if self._on_load is not None:
-            self._on_load(name, entry)
+            self._on_load(name, entry)  # may refuse the entry: then nothing is registered
+        self._entries[name] = entry
         return entry
 
     def _check_name(self, name: str) -> None:
@@ -113,9 +113,9 @@ class Registry(Generic[T]):
             loaded = self._entries[name]  # the module may have registered it on import
             if isinstance(loaded, str):
                 obj = getattr(module, attr)
-                self._entries[name] = obj
                 if self._on_load is not None:
-                    self._on_load(name, obj)
+                    self._on_load(name, obj)  # refused: the name stays lazy, and raises again
+                self._entries[name] = obj
                 loaded = obj
             return loaded
         return entry

@@ -13,11 +13,15 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import numpy as np
 
+from afford_core.config import to_dict
 from afford_core.robots import get_robot
+from afford_planner.samplers import DEFAULT_SAMPLERS, SAMPLERS
+from afford_planner.selection import SelectionConfig
+from afford_planner.skills import SkillConfig
 from afford_planner.terms import TermsConfig
 
 Progress = Callable[[str], None] | None
@@ -25,7 +29,8 @@ Progress = Callable[[str], None] | None
 
 @dataclass
 class SpineConfig:
-    """Options of one spine run.
+    """Options of one spine run (``afford run --config run.yaml --set key=value``; every run's
+    JSON result carries the resolved configuration).
 
     Attributes:
         grounding: Grounding source name (``oracle``, ``geometric``, ``learned``).
@@ -36,8 +41,11 @@ class SpineConfig:
         video_path: Write an MP4 of the execution here (None: no rendering during execution).
         video_fps: Frames per second of the video.
         plan_top_k: How many of the best-ranked eligible candidates Stage 2 plans for.
-        combination: ``product`` or ``weighted_sum`` (AFFORD-X combination rule).
-        gate: ``feasibility`` or ``none``.
+        selection: The ranking rule (AFFORD-X combination and gate); its ``level`` is the
+            spine's to set (L3 to choose what to plan, L4 to pick among the plans).
+        samplers: The grasp samplers that propose candidates, in order
+            (``afford_planner.samplers``).
+        skill: Distances, speeds and waits of the skill's motions.
         plan_all: Baseline mode: skip the selection layer, plan every raw candidate and take
             the shortest path (AffordSim's Stage 2 alone). For measuring what the gate saves.
         execute: Run the skill; False stops once a grasp is chosen and planned.
@@ -52,8 +60,9 @@ class SpineConfig:
     video_path: str | None = None
     video_fps: int = 20
     plan_top_k: int = 6
-    combination: Literal["product", "weighted_sum"] = "product"
-    gate: Literal["feasibility", "none"] = "feasibility"
+    selection: SelectionConfig = field(default_factory=SelectionConfig)
+    samplers: tuple[str, ...] = DEFAULT_SAMPLERS
+    skill: SkillConfig = field(default_factory=SkillConfig)
     plan_all: bool = False
     execute: bool = True
     terms: TermsConfig | None = None
@@ -65,11 +74,9 @@ class SpineConfig:
             raise ValueError("plan_top_k must be >= 1")
         if self.video_fps < 1:
             raise ValueError("video_fps must be >= 1")
-        if self.combination not in ("product", "weighted_sum"):
-            raise ValueError(f"combination must be 'product' or 'weighted_sum', got {self.combination!r}")
-        if self.gate not in ("feasibility", "none"):
-            raise ValueError(f"gate must be 'feasibility' or 'none', got {self.gate!r}")
         get_robot(self.robot)  # KeyError listing the known robots
+        for name in self.samplers:
+            SAMPLERS.get(name)  # KeyError listing the known samplers
 
 
 @dataclass
@@ -87,6 +94,7 @@ class SpineResult:
     abstained: str | None = None
     task_id: str | None = None
     robot: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
     randomization: dict[str, Any] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     candidate_set: str | None = None
@@ -109,6 +117,7 @@ class SpineResult:
             "checks": self.details,
             "candidate_set": self.candidate_set,
             "sim_seconds": round(self.sim_seconds, 3),
+            "config": self.config,
         }
 
     def summary(self) -> str:
@@ -201,7 +210,7 @@ def run_task(
     from afford_perception.parser import parse
     from afford_pipeline.episode import Episode
     from afford_pipeline.execution import WorldExecutor
-    from afford_planner.selection import SelectionConfig, candidate_set_hash
+    from afford_planner.selection import candidate_set_hash
     from afford_planner.skills import stage_iter
     from afford_sim.scene import sample_scene
     from afford_sim.tasks import find_task, get_task
@@ -211,7 +220,7 @@ def run_task(
     timer = _Timer()
     task = get_task(task_id)
     sentence = task.instruction if sentence is None else sentence
-    result = SpineResult(task=sentence, task_id=task_id, robot=cfg.robot)
+    result = SpineResult(task=sentence, task_id=task_id, robot=cfg.robot, config=to_dict(cfg))
     if cfg.robot not in task.robots and not cfg.allow_unvalidated_robot:
         raise ValueError(
             f"{task_id} is validated on {', '.join(task.robots)}, not the {cfg.robot} "
@@ -238,7 +247,9 @@ def run_task(
         world = BatchWorld(placed)
     result.randomization = task.drawn(placed)
     try:
-        ep = Episode(intent, task, world, source, seed=cfg.seed)
+        ep = Episode(
+            intent, task, world, source, seed=cfg.seed, skill_config=cfg.skill, samplers=cfg.samplers
+        )
         with timer("perceive"):
             ep.perceive()
         assert ep.cloud is not None
@@ -264,7 +275,7 @@ def run_task(
             cands, {"task": sentence, "seed": cfg.seed, "grounding": cfg.grounding}
         )
 
-        selection = SelectionConfig(combination=cfg.combination, gate=cfg.gate)
+        selection = cfg.selection
         with timer("select"):
             l3 = ep.score(cfg.terms, selection)
         # Stage 2 plans the best eligible candidates (or, as a baseline, every raw one).

@@ -52,7 +52,8 @@ class Topic:
         frame: ``header.frame_id`` of its messages; empty for messages without a header.
         qos: QoS profile name (see the module docstring).
         publisher: Node that publishes it in the sim graph (the real graph's driver or the
-            Isaac Sim bridge replaces ``sim_world``).
+            Isaac Sim bridge replaces ``sim_world``); ``operator`` and ``policy`` for what a
+            person or a learned policy sends.
         description: What a message means, for the docs table.
         sim_only: Published only by the simulator (ground truth); no real-world node offers it,
             and no node may need it to run a task on the real robot.
@@ -107,6 +108,10 @@ TOPICS: tuple[Topic, ...] = (
           "the world publishes it and the executor only commands."),
     Topic("/afford/robot_error", "afford_interfaces/msg/RobotError", "", "reliable", "executor",
           "Reflexes, refused commands (limits), stops and connection faults."),
+    Topic("/executor/joint_targets", "trajectory_msgs/msg/JointTrajectory", BASE_FRAME, "reliable", "policy",
+          "A chunk of joint targets at a control rate (times from its arrival), e.g. a policy's "
+          "actions: checked like a trajectory, it replaces the chunk running; the arm holds the "
+          "last target."),
     Topic("/afford/stop", "std_msgs/msg/Empty", "", "reliable", "operator",
           "Software stop: the executor halts any motion at once and refuses the running goal. "
           "Never a substitute for the hardware stop."),

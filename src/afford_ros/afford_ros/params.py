@@ -44,27 +44,28 @@ def _ros_value(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, scalar) for v in value)
 
 
-def config_parameters(cls: type, prefix: str) -> dict[str, Any]:
+def config_parameters(cls: type, prefix: str, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     """The parameters :func:`declare_config` declares for ``cls``: name -> default."""
-    return {f"{prefix}.{k}": v for k, v in flatten(cls()).items() if _ros_value(v)}
+    return {f"{prefix}.{k}": v for k, v in flatten(cls()).items() if _ros_value(v) and k not in exclude}
 
 
-def declare_config(node: Node, cls: type, prefix: str) -> None:
-    """Declare every ROS-representable field of ``cls`` as ``prefix.field`` (nested: dotted)."""
+def declare_config(node: Node, cls: type, prefix: str, exclude: tuple[str, ...] = ()) -> None:
+    """Declare every ROS-representable field of ``cls`` as ``prefix.field`` (nested: dotted),
+    except ``exclude`` (fields the node sets itself)."""
     docs = _docs(cls)
-    for name, default in config_parameters(cls, prefix).items():
+    for name, default in config_parameters(cls, prefix, exclude).items():
         key = name.removeprefix(prefix + ".")
         node.declare_parameter(name, default, ParameterDescriptor(description=docs.get(key, "")))
 
 
-def read_config(node: Node, cls: type[C], prefix: str) -> C:
+def read_config(node: Node, cls: type[C], prefix: str, exclude: tuple[str, ...] = ()) -> C:
     """The config ``cls`` from the node's ``prefix.*`` parameters (validated by the dataclass).
 
     Raises:
         afford_core.config.ConfigError: a parameter of the wrong type or refused by the config.
     """
     flat = {}
-    for name, default in config_parameters(cls, prefix).items():
+    for name, default in config_parameters(cls, prefix, exclude).items():
         value = node.get_parameter(name).value
         # ROS keeps a float list that happens to hold integers as integers: match the default.
         if isinstance(default, list) and default and isinstance(default[0], float):

@@ -316,6 +316,17 @@ class RobotClient:
             previous = float(t)
         motion = franky.JointWaypointMotion(waypoints)
         with self._lock:
+            halted = self._stop_requested
+        if halted:
+            # A motion halted by stop() ends in libfranka's "preempted" exception, which franky
+            # keeps for whoever joins it next; nobody polled a halted *streamed* motion, so
+            # consume that outcome here, or this move would raise it.
+            try:
+                robot.join_motion(1.0)
+            except franky.ControlException as exc:
+                if "preempted" not in str(exc).lower():
+                    raise
+        with self._lock:
             self._stop_requested = False
             self._motion_start = time.monotonic()
             self._motion_duration = plan.duration

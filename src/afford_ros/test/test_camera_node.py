@@ -29,7 +29,7 @@ from afford_perception.realsense import RealSenseFrame, write_recording
 from afford_ros import contract
 from afford_ros.nodes.camera import camera_info_msg, extrinsics_matrix
 from afford_ros.nodes.convert import msg_to_image
-from afford_ros.nodes.qos import qos_profile
+from afford_ros.qos import qos_profile
 
 W, H = 64, 48
 K = np.array([[50.0, 0.0, 31.5], [0.0, 50.0, 23.5], [0.0, 0.0, 1.0]])

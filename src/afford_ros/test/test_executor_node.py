@@ -204,7 +204,7 @@ class Graph:
         from afford_interfaces.action import FollowTrajectory
         from afford_interfaces.msg import RobotError
         from afford_interfaces.srv import Gripper
-        from afford_ros.nodes.qos import qos_profile
+        from afford_ros.qos import qos_profile
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context, domain_id=int(DOMAIN_ID))
@@ -217,6 +217,11 @@ class Graph:
             RobotError, "/afford/robot_error", self._on_error, qos_profile("reliable")
         )
         self.stop_pub = self.node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
+        from trajectory_msgs.msg import JointTrajectory
+
+        self.targets_pub = self.node.create_publisher(
+            JointTrajectory, "/executor/joint_targets", qos_profile("reliable")
+        )
         self.action: Any = ActionClient(self.node, FollowTrajectory, "/executor/follow_trajectory")
         self.gripper: Any = self.node.create_client(Gripper, "/executor/gripper")
         self.recover: Any = self.node.create_client(Trigger, "/executor/recover")
@@ -283,6 +288,14 @@ class Graph:
     def errors_since(self, n: int) -> list[Any]:
         with self.lock:
             return list(self.errors[n:])
+
+    def wait_errors(self, n: int, count: int, timeout: float) -> list[Any]:
+        """The robot errors after the first ``n``, once ``count`` have come (or at ``timeout``)."""
+        end = time.monotonic() + timeout
+        while len(self.errors_since(n)) < count and time.monotonic() < end:
+            time.sleep(0.02)
+        time.sleep(0.2)  # anything that would follow
+        return self.errors_since(n)
 
     def wait_moving(self, speed: float = 0.05, timeout: float = 10.0) -> None:
         end = time.monotonic() + timeout
@@ -421,6 +434,67 @@ def test_cancel_halts_moving_arm(graph: Graph) -> None:
     assert response.result.error_kind == "stopped"
 
 
+def stream_chunks(
+    graph: Graph, q0: np.ndarray, delta: np.ndarray, duration: float, rate: float = 10.0
+) -> None:
+    """Stream a cosine ramp from q0 to q0 + delta as a policy would: every 1/rate s a chunk of the
+    next second of targets at 50 Hz, times from the chunk's stamp. (A second: this machine's
+    processes stall 0.1-0.4 s now and then; a chunk outlasts that.)"""
+    from afford_ros.nodes.convert import trajectory_msg
+
+    t0 = time.monotonic()
+    while (now := time.monotonic() - t0) < duration:
+        t = now + np.arange(1, 51) * 0.02
+        s = 0.5 * (1.0 - np.cos(np.pi * np.clip(t, 0.0, duration) / duration))
+        stamp = graph.node.get_clock().now().to_msg()  # the points' times count from here
+        graph.targets_pub.publish(trajectory_msg(t - now, q0 + s[:, None] * delta[None, :], stamp))
+        time.sleep(1.0 / rate)
+
+
+def test_streamed_joint_targets_move_the_arm_through_the_checks(graph: Graph) -> None:
+    """A policy's chunks of joint targets drive the arm (each replacing the last), the arm holds the
+    last target when they stop coming (reported once), and a chunk past a limit is refused and
+    halts the arm."""
+    at_rest_time(graph, time.monotonic())
+    q0 = graph.q()
+    n_err = len(graph.errors_since(0))
+    delta = np.array([0.25, 0, 0, 0, 0, 0, 0])
+    stream_chunks(graph, q0, delta, 2.5)
+    # As a policy ends: the goal held for a moment, sent until it is surely there (a chunk that
+    # arrives after all its targets are due is dropped; a loaded machine delays some).
+    from afford_ros.nodes.convert import trajectory_msg
+
+    for _ in range(3):
+        stamp = graph.node.get_clock().now().to_msg()
+        hold = np.tile(q0 + delta, (25, 1))
+        graph.targets_pub.publish(trajectory_msg(np.arange(1, 26) * 0.02, hold, stamp))
+        time.sleep(0.1)
+    at_rest_time(graph, time.monotonic(), timeout=8.0)
+    assert np.max(np.abs(graph.q() - (q0 + delta))) < 0.01  # it followed to the end and holds there
+    # The stream counts as ended stream_timeout_s after the last chunk's last target (a second
+    # past its sending): reported once, as a stop.
+    errors = graph.wait_errors(n_err, 1, timeout=5.0)
+    assert [e.kind for e in errors] == ["stopped"] and "no joint targets" in errors[0].message
+
+    # Now a chunk whose targets run into joint 4's limit margin: refused, the arm halts.
+    q1 = graph.q()
+    n_err = len(graph.errors_since(0))
+    bad = np.array([-0.3, 0, 0, 0, 0, 0, 0])
+    t, qs = ramp(q1, bad, 2.0)
+    graph.targets_pub.publish(trajectory_msg(t[1:], qs[1:]))  # a fine chunk: the arm moves
+    graph.wait_moving(0.05)
+    beyond = qs[-1].copy()
+    beyond[3] = -0.152 - 0.02  # FR3 joint 4's upper limit is -0.1518: inside the 0.05 rad margin
+    current = graph.q()
+    graph.targets_pub.publish(trajectory_msg(np.array([1.0, 2.0]), np.stack([current, beyond])))
+    t_refused = time.monotonic()
+    at_rest_time(graph, t_refused)
+    errors = graph.wait_errors(n_err, 1, timeout=5.0)
+    assert [e.kind for e in errors][:1] == ["limit"] and "joint targets refused" in errors[0].message
+    assert np.max(np.abs(graph.q() - qs[-1])) > 0.05  # halted short of the fine chunk's end
+    assert graph.q()[3] < -0.2  # and nowhere near the refused target
+
+
 def test_injected_reflex_needs_recovery(graph: Graph, sim_server: subprocess.Popen[str]) -> None:
     """A reflex aborts the motion, is reported with needs_recovery, and every motion (arm and
     gripper) is refused until the operator calls /executor/recover; after that motion works."""
@@ -502,7 +576,7 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
 
-    from afford_ros.nodes.qos import qos_profile
+    from afford_ros.qos import qos_profile
 
     env = dict(os.environ, ROS_DOMAIN_ID=ISAAC_DOMAIN_ID)
     proc = subprocess.Popen(
@@ -634,7 +708,7 @@ class _ActionSide:
         from std_msgs.msg import Empty
 
         from afford_interfaces.action import FollowTrajectory
-        from afford_ros.nodes.qos import qos_profile
+        from afford_ros.qos import qos_profile
 
         self.FollowTrajectory, self.Empty = FollowTrajectory, Empty
         self.action: Any = ActionClient(node, FollowTrajectory, "/executor/follow_trajectory")
@@ -681,14 +755,17 @@ def test_topic_backend_waits_for_a_fresh_state_and_refuses_a_stale_one() -> None
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
 
-    from afford_ros.nodes.executor import StaleState, _TopicBackend
-    from afford_ros.nodes.qos import qos_profile
+    from afford_core.robots import get_robot
+    from afford_ros.drivers import StaleState
+    from afford_ros.drivers.topic_driver import TopicDriver
+    from afford_ros.qos import qos_profile
 
     domain = int(ISAAC_DOMAIN_ID) + 1 if int(ISAAC_DOMAIN_ID) < 199 else 101
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
     node = rclpy.create_node("executor_backend_test", context=ctx)
-    backend = _TopicBackend(node, "/isaac_joint_commands", None)
+    params = {"joint_command_topic": "/isaac_joint_commands", "state_timeout_s": 2.0}
+    backend = TopicDriver(node, get_robot("fr3"), params, None)
     pub = node.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
     spin = SingleThreadedExecutor(context=ctx)
     spin.add_node(node)
@@ -697,7 +774,7 @@ def test_topic_backend_waits_for_a_fresh_state_and_refuses_a_stale_one() -> None
     try:
         t0 = time.monotonic()
         with pytest.raises(StaleState, match="none yet"):
-            backend.current_q(wait=0.3)
+            backend.fresh_q(wait=0.3)
         assert time.monotonic() - t0 >= 0.3
 
         # A reading that arrives while the goal waits is taken.
@@ -709,14 +786,78 @@ def test_topic_backend_waits_for_a_fresh_state_and_refuses_a_stale_one() -> None
 
         publisher = threading.Thread(target=publish_later, daemon=True)
         publisher.start()
-        q = backend.current_q(wait=5.0)
+        q = backend.fresh_q(wait=5.0)
         assert np.allclose(q, [0.1 * i for i in range(7)])
 
         # Once the stream stops, an old reading is refused after the wait.
         publisher.join()
         time.sleep(0.8)
         with pytest.raises(StaleState, match="old"):
-            backend.current_q(max_age=0.5, wait=0.2)
+            backend.fresh_q(max_age=0.5, wait=0.2)
+    finally:
+        spin.shutdown()
+        node.destroy_node()
+        ctx.try_shutdown()
+
+
+def test_topic_driver_stream_replaces_the_running_chunk() -> None:
+    """Isaac Sim's driver: a new chunk takes over from the one being sent (no point of the old one
+    after the new one's first), its points go out in order at their times, and a stop sends one
+    hold and nothing after it."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    from afford_core.robots import get_robot
+    from afford_ros.drivers.topic_driver import TopicDriver
+    from afford_ros.qos import qos_profile
+
+    domain = int(ISAAC_DOMAIN_ID) + 2 if int(ISAAC_DOMAIN_ID) < 198 else 102
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain)
+    node = rclpy.create_node("topic_driver_stream_test", context=ctx)
+    params = {"joint_command_topic": "/isaac_joint_commands", "state_timeout_s": 2.0}
+    driver = TopicDriver(node, get_robot("fr3"), params, None)
+    got: list[tuple[float, np.ndarray]] = []
+    lock = threading.Lock()
+
+    def on_command(msg: JointState) -> None:
+        with lock:
+            got.append((time.monotonic(), np.array(msg.position)))
+
+    node.create_subscription(JointState, "/isaac_joint_commands", on_command, qos_profile("reliable"))
+    pub = node.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
+    names = [f"fr3_joint{i}" for i in range(1, 8)]
+    node.create_timer(0.01, lambda: pub.publish(JointState(name=names, position=[0.0] * 7)))
+    spin = SingleThreadedExecutor(context=ctx)
+    spin.add_node(node)
+    threading.Thread(target=spin.spin, daemon=True).start()
+    try:
+        driver.fresh_q(wait=5.0)
+        time.sleep(0.5)  # the command subscription is matched
+        first = np.arange(1, 51)[:, None] * np.array([[0.001, 0, 0, 0, 0, 0, 0]])  # joint 1: 1, 2 .. 50 mrad
+        second = np.arange(1, 21)[:, None] * np.array([[0, 0.001, 0, 0, 0, 0, 0]])  # joint 2
+        driver.stream(np.arange(1, 51) * 0.02, first)
+        time.sleep(0.3)
+        driver.stream(np.arange(1, 21) * 0.02, second)
+        time.sleep(0.8)
+        with lock:
+            sent = [q for _, q in got]
+        from_first = [i for i, q in enumerate(sent) if q[0] > 0]
+        from_second = [i for i, q in enumerate(sent) if q[1] > 0]
+        assert from_first and from_second and max(from_first) < min(from_second)  # taken over
+        assert len(from_first) < 40  # the first chunk did not run on to its end
+        assert [round(sent[i][1] * 1000) for i in from_second] == list(range(1, 21))  # all, in order
+        n = len(sent)
+        driver.stream(np.arange(1, 51) * 0.02, first)
+        time.sleep(0.2)
+        driver.stop()
+        driver.stop()  # a second stop sends nothing more
+        time.sleep(0.5)
+        with lock:
+            tail = [q for _, q in got[n:]]
+        assert np.allclose(tail[-1], 0.0)  # the hold: where the world reports the arm
+        assert sum(np.allclose(q, 0.0) for q in tail) == 1  # exactly one hold, the last command
     finally:
         spin.shutdown()
         node.destroy_node()

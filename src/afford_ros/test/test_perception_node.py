@@ -21,7 +21,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from afford_ros.nodes.clouds import from_cloud  # noqa: E402
 from afford_ros.nodes.convert import camera_info, image_to_msg, pose_to_msg  # noqa: E402
-from afford_ros.nodes.qos import qos_profile  # noqa: E402
+from afford_ros.qos import qos_profile  # noqa: E402
 
 SENTENCE = "hang the mug on the rack"
 
@@ -131,7 +131,7 @@ def graph(scene: dict, domain: str) -> Iterator[tuple]:
     client = cam.node.create_client(Perceive, "/perception/perceive")
     try:
         assert client.wait_for_service(timeout_sec=60), "perception node did not come up"
-        time.sleep(0.5)  # let frames arrive
+        _wait_for_frames(cam, client)
         yield cam, client, proc
     finally:
         cam.stop()
@@ -142,6 +142,18 @@ def graph(scene: dict, domain: str) -> Iterator[tuple]:
             proc.kill()
         cam.node.destroy_node()
         rclpy.shutdown()
+
+
+def _wait_for_frames(cam, client, timeout: float = 60.0) -> None:
+    """Until perception has the camera's info and extrinsics (a loaded machine delivers the first
+    messages late): ask it, and stop once it answers anything but 'not received yet'."""
+    end = time.monotonic() + timeout
+    while True:
+        res = _call(cam, client, SENTENCE)
+        if "received yet" not in res.reason:
+            return
+        assert time.monotonic() < end, f"perception never got the camera: {res.reason}"
+        time.sleep(0.2)
 
 
 def _call(cam, client, sentence: str, grounding: str = ""):

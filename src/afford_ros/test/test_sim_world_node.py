@@ -24,7 +24,7 @@ from std_srvs.srv import Trigger  # noqa: E402
 from afford_interfaces.srv import ResetScene  # noqa: E402
 from afford_ros import contract  # noqa: E402
 from afford_ros.nodes.convert import msg_to_image  # noqa: E402
-from afford_ros.nodes.qos import qos_profile  # noqa: E402
+from afford_ros.qos import qos_profile  # noqa: E402
 
 DOMAIN = str(100 + os.getpid() % 100)
 HOST = f"127.1.{os.getpid() % 250 + 1}.{(os.getpid() // 250) % 250 + 1}"

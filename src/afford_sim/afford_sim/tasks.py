@@ -542,16 +542,27 @@ def _add(family: type[Task], task_id: str, **kw: Any) -> None:
     register_task(family, task_id, **kw)
 
 
+#: Tasks measured on the UR5e too (bench/results/skill_success_ur5e.md); the rest on the FR3 alone.
+_ON_UR5E = {"pick-scoop-v1", "place-banana-plate-v1"}
+
+
+def _robots(task_id: str) -> tuple[str, ...]:
+    return ("fr3", "ur5e") if task_id in _ON_UR5E else ("fr3",)
+
+
 for _t in (*_GENERIC, *_WITH_PARTS):
     _add(PickTask, f"pick-{_slug(_t)}-v1", target=_t, tier="easy" if _t in _GENERIC else "medium",
-         instructions=(f"pick up the {_say(_t)}", f"grab the {_say(_t)}", f"lift the {_say(_t)}"))
+         instructions=(f"pick up the {_say(_t)}", f"grab the {_say(_t)}", f"lift the {_say(_t)}",
+                       *([f"pick up the {_say(_t)} by the handle"] if "handle" in category(_t).parts
+                         else [])),
+         robots=_robots(f"pick-{_slug(_t)}-v1"))
 for _t in ("banana", "cube", "box", "bottle", "paper_cup", "mug"):
     for _d in ("plate", "tray", "bowl", "box"):
         if _d == _t:
             continue
         _p = _ON[_d]
         _add(PlaceTask, f"place-{_slug(_t)}-{_d}-v1", target=_t, destination=_d,
-             tier="easy" if _t in _GENERIC else "medium",
+             tier="easy" if _t in _GENERIC else "medium", robots=_robots(f"place-{_slug(_t)}-{_d}-v1"),
              instructions=(f"put the {_say(_t)} {_p} the {_d}", f"place the {_say(_t)} {_p} the {_d}",
                            f"move the {_say(_t)} {_ONTO[_p]} the {_d}"))
 _add(HangTask, "hang-mug-v1", target="mug", destination="rack", tier="hard",

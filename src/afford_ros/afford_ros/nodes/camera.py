@@ -38,8 +38,8 @@ from sensor_msgs.msg import CameraInfo, Image
 from afford_perception.realsense import CameraError, RealSenseCamera, RealSenseConfig, RealSenseFrame
 from afford_ros import contract
 from afford_ros.nodes.convert import camera_info, image_to_msg, pose_to_msg
-from afford_ros.nodes.qos import qos_profile
 from afford_ros.nodes.spin import clean_shutdown, quiet_sigint, spin_until_shutdown
+from afford_ros.qos import qos_profile
 
 COLOR_TOPIC = "/camera/color/image_raw"
 DEPTH_TOPIC = "/camera/aligned_depth_to_color/image_raw"

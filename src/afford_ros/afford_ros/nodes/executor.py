@@ -1,24 +1,30 @@
 """The executor node: the only node that commands the robot (DESIGN.md sections 2 and 8).
 
-A thin shell over :mod:`afford_ros.robot_client` (franky, to the FR3 or franky-sim) and
-:mod:`afford_planner.safety` (limit checks). It
+A thin shell over a driver (:mod:`afford_ros.drivers`: franky to the FR3 or franky-sim, or joint
+commands on a topic for Isaac Sim) and :mod:`afford_planner.safety` (limit checks) for the robot
+named by ``robot`` (its description: joints, limits, gripper). It
 
-- publishes ``/joint_states`` (fr3_joint1..7 and fr3_finger_width) at ``state_rate_hz``;
+- publishes ``/joint_states`` (the arm joints and ``<robot>_finger_width``) at ``state_rate_hz``
+  when the driver reads the robot itself (franky); with the topic driver the world publishes them;
 - serves ``/executor/follow_trajectory``: every trajectory passes the limit checks first; a
   refused one never reaches the robot and is reported on ``/afford/robot_error`` as ``limit``;
   a cancel halts the motion; feedback is the fraction of the duration done;
-- halts any motion at once on ``/afford/stop`` and aborts the running goal;
+- takes a stream of joint targets on ``/executor/joint_targets`` (chunks of a policy's actions
+  at its control rate; point times from the header stamp, or from arrival without one): the
+  part of a chunk already in the past is dropped (a chunk delayed on a busy machine), the rest
+  passes the same limit checks, against the stream's own setpoint now (the arm lags its
+  setpoint; a jump is measured from where it is being sent) or the measured joints when idle,
+  and replaces the chunk running; a refused chunk halts the arm; once the last target is
+  reached the arm holds it, and when no chunk has come for ``stream_timeout_s`` past the last
+  target the stream is reported ended;
+- halts any motion or stream at once on ``/afford/stop`` and aborts the running goal;
 - serves ``/executor/gripper`` (checked width and force) and ``/executor/recover``;
-- after a reflex, refuses every motion (arm and gripper) until ``/executor/recover`` is called:
-  recovery is an explicit operator action, never automatic.
+- after a reflex, refuses every motion (arm, stream and gripper) until ``/executor/recover`` is
+  called: recovery is an explicit operator action, never automatic.
 
-Backends. ``franky`` talks to the robot at ``robot_ip``. ``joint_command_topic`` is for Isaac Sim,
-which has no libfranka server: the world publishes ``/joint_states`` itself and this node streams
-each checked trajectory's points, at their times, as ``sensor_msgs/JointState`` commands on
-``joint_command_topic``; a stop holds the last measured position. The same checks apply to both.
-
-Threads. A multi-threaded executor serves the stop subscription, the state timer, the services
-and the action in separate callback groups, so a stop is handled while a trajectory runs.
+Threads. A multi-threaded executor serves the stop subscription, the state timer, the services,
+the stream and the action in separate callback groups, so a stop is handled while a trajectory
+runs.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Empty, Header
 from std_srvs.srv import Trigger
@@ -46,9 +53,10 @@ from afford_interfaces.srv import Gripper
 from afford_planner.robot_model import RobotModel
 from afford_planner.safety import SafetyChecker, SafetyConfig
 from afford_ros import contract
-from afford_ros.nodes.qos import qos_profile
+from afford_ros.drivers import DRIVERS, Driver
 from afford_ros.nodes.spin import run_node
-from afford_ros.robot_client import RobotClient, RobotClientConfig
+from afford_ros.params import declare_config, read_config
+from afford_ros.qos import qos_profile
 
 
 def _qos(topic: str) -> QoSProfile:
@@ -56,20 +64,25 @@ def _qos(topic: str) -> QoSProfile:
     return qos_profile(contract.topic(topic).qos)
 
 
-BACKENDS = ("franky", "joint_command_topic")
-_POLL_PERIOD = 0.01  # s between checks of a running motion (stop, cancel, progress)
+def _setpoint(stream: tuple[np.ndarray, np.ndarray], now: float) -> np.ndarray:
+    """Where a stream's chunk sends the arm at monotonic time ``now`` (linear between targets;
+    its first target before it, its last after)."""
+    at, qs = stream
+    return np.array([np.interp(now, at, qs[:, j]) for j in range(qs.shape[1])])
 
 
-def trajectory_arrays(msg: JointTrajectory) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """(times, positions (T, 7), velocities or None) of a JointTrajectory, in fr3_joint1..7 order.
+def trajectory_arrays(
+    msg: JointTrajectory, joints: tuple[str, ...] = contract.ARM_JOINTS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(times, positions (T, n), velocities or None) of a JointTrajectory, in ``joints`` order.
 
     Raises ValueError when the arm joints are missing or a point has the wrong number of values.
     """
     names = list(msg.joint_names)
-    missing = [j for j in contract.ARM_JOINTS if j not in names]
+    missing = [j for j in joints if j not in names]
     if missing:
         raise ValueError(f"trajectory lacks joints {missing} (has {names})")
-    order = [names.index(j) for j in contract.ARM_JOINTS]
+    order = [names.index(j) for j in joints]
     times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points])
     rows, vel_rows = [], []
     for k, p in enumerate(msg.points):
@@ -78,106 +91,28 @@ def trajectory_arrays(msg: JointTrajectory) -> tuple[np.ndarray, np.ndarray, np.
         rows.append([p.positions[i] for i in order])
         if len(p.velocities) == len(names):
             vel_rows.append([p.velocities[i] for i in order])
-    positions = np.array(rows, dtype=np.float64).reshape(len(rows), len(contract.ARM_JOINTS))
+    positions = np.array(rows, dtype=np.float64).reshape(len(rows), len(joints))
     velocities = np.array(vel_rows, dtype=np.float64) if rows and len(vel_rows) == len(rows) else None
     return times, positions, velocities
 
 
-class StaleState(RuntimeError):
-    """The world's /joint_states are missing or too old to start a motion from."""
-
-
-class _TopicBackend:
-    """Isaac Sim backend: streams checked trajectories as JointState commands; state from the world."""
-
-    def __init__(self, node: Node, topic: str, group: Any) -> None:
-        self._node = node
-        self._pub = node.create_publisher(JointState, topic, qos_profile("reliable"))
-        self._lock = threading.Lock()
-        self._q: np.ndarray | None = None
-        self._width = float("nan")
-        self._stamp = 0.0
-        self._stop = threading.Event()
-        self._send_lock = threading.Lock()
-        node.create_subscription(
-            JointState, "/joint_states", self._on_state, _qos("/joint_states"), callback_group=group
-        )
-
-    def _on_state(self, msg: JointState) -> None:
-        index = {n: i for i, n in enumerate(msg.name)}
-        if not all(j in index for j in contract.ARM_JOINTS):
-            return
-        with self._lock:
-            self._q = np.array([msg.position[index[j]] for j in contract.ARM_JOINTS])
-            if contract.FINGER_WIDTH_JOINT in index:
-                self._width = float(msg.position[index[contract.FINGER_WIDTH_JOINT]])
-            self._stamp = time.monotonic()
-
-    def current_q(self, max_age: float = 0.5, wait: float = 0.0) -> np.ndarray:
-        """The last measured arm joints, no older than ``max_age`` seconds; waits up to ``wait``
-        seconds for such a reading (a loaded world publishes in bursts), then raises
-        ``StaleState``."""
-        deadline = time.monotonic() + wait
-        while True:
-            with self._lock:
-                q, stamp = self._q, self._stamp
-            age = time.monotonic() - stamp
-            if q is not None and age <= max_age:
-                return q.copy()
-            if time.monotonic() >= deadline:
-                seen = "none yet" if q is None else f"the last is {age:.2f} s old"
-                raise StaleState(f"no fresh /joint_states from the world within {wait:.1f} s ({seen})")
-            time.sleep(0.01)
-
-    def width(self) -> float:
-        with self._lock:
-            return self._width
-
-    def command(self, names: tuple[str, ...], values: np.ndarray) -> None:
-        msg = JointState(
-            header=Header(stamp=self._node.get_clock().now().to_msg(), frame_id=contract.BASE_FRAME)
-        )
-        msg.name = list(names)
-        msg.position = [float(v) for v in values]
-        self._pub.publish(msg)
-
-    def run(self, times: np.ndarray, qs: np.ndarray, on_progress: Any) -> str:
-        """Publish each point at its time; returns "" when done or "stopped"."""
-        self._stop.clear()
-        t0 = time.monotonic()
-        duration = float(times[-1]) if times[-1] > 0 else 1e-9
-        for t, q in zip(times, qs, strict=True):
-            while (wait := t0 + float(t) - time.monotonic()) > 0:
-                if self._stop.wait(min(wait, _POLL_PERIOD)):
-                    break
-                on_progress(min(1.0, (time.monotonic() - t0) / duration))
-            # Checked and sent under the lock stop() holds while it commands the hold, so no
-            # trajectory point can follow the hold command.
-            with self._send_lock:
-                if self._stop.is_set():
-                    return "stopped"
-                self.command(contract.ARM_JOINTS, q)
-        return ""
-
-    def stop(self) -> None:
-        """End the stream and command the arm to stay where the world last reported it."""
-        with self._send_lock:
-            self._stop.set()
-            self.hold()
-
-    def hold(self) -> None:
-        try:
-            self.command(contract.ARM_JOINTS, self.current_q(max_age=5.0))
-        except RuntimeError:
-            pass
+_STREAM_LEAD = 0.02
+"""Seconds ahead a streamed target must be to be taken (a control period at 50 Hz)."""
+#: Parameters the node hands its driver (each driver reads the ones it needs).
+_DRIVER_PARAMS = ("robot_ip", "dynamics_factor", "enforce_realtime", "joint_command_topic", "state_timeout_s")
 
 
 class ExecutorNode(Node):
-    """Runs checked trajectories and gripper commands; publishes joint states and robot errors."""
+    """Runs checked trajectories, streams and gripper commands; publishes joint states and errors."""
 
     def __init__(self) -> None:
         super().__init__("executor")
         d = ParameterDescriptor
+        self.declare_parameter(
+            "robot",
+            DEFAULT_ROBOT,
+            d(description="The robot (afford robots): its joints, limits and gripper; the FR3 by default."),
+        )
         self.declare_parameter(
             "robot_ip",
             "127.0.0.1",
@@ -185,12 +120,9 @@ class ExecutorNode(Node):
         )
         self.declare_parameter(
             "backend",
-            "franky",
-            d(
-                description=(
-                    "'franky' (FR3 or franky-sim) or 'joint_command_topic' (Isaac Sim: stream commands)."
-                )
-            ),
+            "",
+            d(description=f"The driver: {', '.join(DRIVERS.names())}; empty: the robot's own drive "
+              "(franky for the FR3; joint_command_topic for Isaac Sim)."),
         )
         self.declare_parameter(
             "joint_command_topic",
@@ -202,26 +134,9 @@ class ExecutorNode(Node):
             0.15,
             d(description="franky's relative dynamics factor in (0, 1]; trajectories are slowed to fit it."),
         )
-        self.declare_parameter(
-            "joint_margin_rad",
-            0.05,
-            d(description="Radians every joint must stay inside its position limits."),
-        )
-        self.declare_parameter(
-            "workspace_min",
-            [0.1, -0.6, 0.0],
-            d(description="Lower corner (x, y, z) in fr3_link0 of the TCP's box (m); z = 0: table top."),
-        )
-        self.declare_parameter(
-            "workspace_max",
-            [0.9, 0.6, 0.9],
-            d(description="Upper corner (x, y, z) in fr3_link0 of the TCP's box (m)."),
-        )
-        self.declare_parameter(
-            "max_start_deviation_rad",
-            0.05,
-            d(description="Largest gap (rad) between a trajectory's first point and the measured joints."),
-        )
+        # The limit checks: SafetyConfig's fields as safety.* (the gripper's width and force
+        # limits are its description's; a config may only tighten them, in code).
+        declare_config(self, SafetyConfig, "safety")
         self.declare_parameter(
             "state_rate_hz", 100.0, d(description="Rate of /joint_states (franky backend).")
         )
@@ -230,6 +145,12 @@ class ExecutorNode(Node):
             2.0,
             d(description="joint_command_topic backend: how long a goal waits for /joint_states no older "
               "than 0.5 s before it is refused as a communication fault."),
+        )
+        self.declare_parameter(
+            "stream_timeout_s",
+            0.5,
+            d(description="A joint-target stream counts as ended when no chunk has come this long after "
+              "its last target (the arm holds that target)."),
         )
         self.declare_parameter(
             "connect_timeout_s",
@@ -243,59 +164,57 @@ class ExecutorNode(Node):
             d(description="Refuse to connect without a real-time kernel (set it in the lab, not in sim)."),
         )
         p = self.get_parameter
-        backend = str(p("backend").value)
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-        self._state_timeout = float(p("state_timeout_s").value)
-        if not 0.0 <= self._state_timeout <= 30.0:
-            raise ValueError(f"state_timeout_s must be in [0, 30], got {self._state_timeout}")
+        self.robot = get_robot(str(p("robot").value))
+        backend = str(p("backend").value) or self.robot.drive
+        if backend not in DRIVERS:
+            raise ValueError(f"backend must be one of {DRIVERS.names()}, got {backend!r}")
+        state_timeout = float(p("state_timeout_s").value)
+        if not 0.0 <= state_timeout <= 30.0:
+            raise ValueError(f"state_timeout_s must be in [0, 30], got {state_timeout}")
         rate = float(p("state_rate_hz").value)
         if not 1.0 <= rate <= 1000.0:
             raise ValueError(f"state_rate_hz must be in [1, 1000], got {rate}")
-        self.robot = get_robot(DEFAULT_ROBOT)
-        self.safety = SafetyChecker(
-            SafetyConfig(
-                joint_margin=float(p("joint_margin_rad").value),
-                workspace_min=tuple(p("workspace_min").value),
-                workspace_max=tuple(p("workspace_max").value),
-                max_start_deviation=float(p("max_start_deviation_rad").value),
-            ),
-            RobotModel(self.robot),
-        )
+        self._stream_timeout = float(p("stream_timeout_s").value)
+        if not 0.05 <= self._stream_timeout <= 10.0:
+            raise ValueError(f"stream_timeout_s must be in [0.05, 10], got {self._stream_timeout}")
+        self.safety = SafetyChecker(read_config(self, SafetyConfig, "safety"), RobotModel(self.robot))
         self.backend = backend
+        self._arm_joints = contract.arm_joints(self.robot)
         self._lock = threading.Lock()
         self._busy = False
         self._needs_recovery = False
         self._stop_requested = threading.Event()
         self._comm_fault = False
         self._recovery_generation = 0
+        # The accepted chunk: its targets at monotonic times; None when no stream runs.
+        self._stream: tuple[np.ndarray, np.ndarray] | None = None
 
         state_group = MutuallyExclusiveCallbackGroup()
         stop_group = MutuallyExclusiveCallbackGroup()
         service_group = MutuallyExclusiveCallbackGroup()
+        stream_group = MutuallyExclusiveCallbackGroup()
         # Reentrant: the action's cancel callback must run while its execute callback is busy.
         action_group = ReentrantCallbackGroup()
 
         self.pub_error = self.create_publisher(RobotError, "/afford/robot_error", _qos("/afford/robot_error"))
-        self.client: RobotClient | None = None
-        self.topic_backend: _TopicBackend | None = None
-        if backend == "franky":
-            self.client = RobotClient(
-                RobotClientConfig(
-                    robot_ip=str(p("robot_ip").value),
-                    dynamics_factor=float(p("dynamics_factor").value),
-                    enforce_realtime=bool(p("enforce_realtime").value),
-                )
-            )
-            self._connect(float(p("connect_timeout_s").value))
+        params = {name: p(name).value for name in _DRIVER_PARAMS}
+        self.driver: Driver = DRIVERS.get(backend)(self, self.robot, params, state_group)
+        self.driver.connect(float(p("connect_timeout_s").value))
+        if self.driver.publishes_state:
             self.pub_state = self.create_publisher(JointState, "/joint_states", _qos("/joint_states"))
             self.create_timer(1.0 / rate, self._publish_state, callback_group=state_group)
-        else:
-            self.topic_backend = _TopicBackend(self, str(p("joint_command_topic").value), state_group)
 
         self.create_subscription(
             Empty, "/afford/stop", self._on_stop, _qos("/afford/stop"), callback_group=stop_group
         )
+        self.create_subscription(
+            JointTrajectory,
+            "/executor/joint_targets",
+            self._on_targets,
+            _qos("/executor/joint_targets"),
+            callback_group=stream_group,
+        )
+        self.create_timer(0.05, self._watch_stream, callback_group=stream_group)
         self.create_service(Gripper, "/executor/gripper", self._on_gripper, callback_group=service_group)
         self.create_service(Trigger, "/executor/recover", self._on_recover, callback_group=service_group)
         self._action = ActionServer(
@@ -308,30 +227,11 @@ class ExecutorNode(Node):
             callback_group=action_group,
         )
         self.get_logger().info(
-            f"executor ready: backend={backend} robot_ip={p('robot_ip').value} "
+            f"executor ready: robot={self.robot.name} backend={backend} robot_ip={p('robot_ip').value} "
             f"dynamics_factor={p('dynamics_factor').value}"
         )
 
     # ------------------------------------------------------------------ helpers
-    def _connect(self, timeout: float) -> None:
-        """Connect, retrying refused connections until ``timeout``; then let the error out."""
-        import franky
-
-        assert self.client is not None
-        end = time.monotonic() + timeout
-        said = False
-        while True:
-            try:
-                self.client.connect()
-                return
-            except franky.NetworkException as err:
-                if time.monotonic() > end:
-                    raise
-                if not said:
-                    self.get_logger().info(f"waiting for the robot at {self.client.config.robot_ip}: {err}")
-                    said = True
-                time.sleep(0.5)
-
     def _report(self, kind: str, message: str, needs_recovery: bool = False) -> None:
         msg = RobotError(header=Header(stamp=self.get_clock().now().to_msg()))
         msg.kind, msg.message, msg.needs_recovery = kind, message, needs_recovery
@@ -342,26 +242,20 @@ class ExecutorNode(Node):
         else:
             self.get_logger().warning(f"{kind}: {message}")
 
-    def _current_q(self) -> np.ndarray:
-        if self.client is not None:
-            return self.client.read_state().q
-        assert self.topic_backend is not None
-        return self.topic_backend.current_q(wait=self._state_timeout)
-
     def _publish_state(self) -> None:
-        assert self.client is not None
         with self._lock:
             generation = self._recovery_generation
         try:
-            s = self.client.read_state()
+            s = self.driver.read()
         except Exception as exc:  # noqa: BLE001 - any failure to read the robot is a communication fault
             if not self._comm_fault:
                 self._comm_fault = True
                 self._report("communication", f"cannot read the robot state: {exc}")
             return
         self._comm_fault = False
-        msg = JointState(header=Header(stamp=self.get_clock().now().to_msg(), frame_id=contract.BASE_FRAME))
-        msg.name = [*contract.ARM_JOINTS, contract.FINGER_WIDTH_JOINT]
+        frame = contract.base_frame(self.robot)
+        msg = JointState(header=Header(stamp=self.get_clock().now().to_msg(), frame_id=frame))
+        msg.name = [*self._arm_joints, contract.finger_width_joint(self.robot)]
         msg.position = [*(float(v) for v in s.q), s.gripper_width]
         msg.velocity = [*(float(v) for v in s.dq), 0.0]
         self.pub_state.publish(msg)
@@ -372,6 +266,7 @@ class ExecutorNode(Node):
                     return
                 new = not self._needs_recovery
                 self._needs_recovery = True
+                self._stream = None
             if new:
                 self._report("reflex", "the robot reports reflex mode", needs_recovery=True)
 
@@ -379,21 +274,93 @@ class ExecutorNode(Node):
     def _on_stop(self, _msg: Empty) -> None:
         t0 = time.monotonic()
         self._stop_requested.set()
-        if self.client is not None:
-            try:
-                self.client.stop()
-            except Exception as exc:  # noqa: BLE001 - the stop must not die on a second fault
-                self._report("communication", f"stop failed: {exc}")
-        elif self.topic_backend is not None:
-            self.topic_backend.stop()
         with self._lock:
-            busy = self._busy
+            streaming = self._stream is not None
+            self._stream = None
+        try:
+            self.driver.stop()
+        except Exception as exc:  # noqa: BLE001 - the stop must not die on a second fault
+            self._report("communication", f"stop failed: {exc}")
+        with self._lock:
+            busy = self._busy or streaming
         took = (time.monotonic() - t0) * 1000.0
         # The monotonic stamp lets a benchmark on the same machine time the stop's delivery.
         self.get_logger().info(
             f"stop {'sent' if busy else 'received while idle'} ({took:.1f} ms to command it, "
             f"received at monotonic {t0:.4f})"
         )
+
+    # ------------------------------------------------------------------ streamed joint targets
+    def _on_targets(self, msg: JointTrajectory) -> None:
+        """One chunk of joint targets (module docstring): checked, then it replaces the running one."""
+        with self._lock:
+            refused = (
+                "a trajectory is running" if self._busy
+                else "reflex not recovered; call /executor/recover" if self._needs_recovery
+                else ""
+            )
+            running = self._stream
+        if refused:
+            self._report("limit", f"joint targets refused: {refused}")
+            return
+        now = time.monotonic()
+        try:
+            times, qs, _ = trajectory_arrays(msg, self._arm_joints)
+            if len(times) == 0:
+                raise ValueError("the chunk has no points")
+            stamp = msg.header.stamp
+            if stamp.sec or stamp.nanosec:
+                age = (self.get_clock().now() - Time.from_msg(stamp)).nanoseconds * 1e-9
+                if age < -0.5:
+                    raise ValueError(f"the chunk is stamped {-age:.2f} s in the future (clocks differ?)")
+                times = times - age
+            # A target due sooner than the lead cannot be reached smoothly (and would read as a
+            # jump from the setpoint): only the ones after it are taken.
+            keep = times > _STREAM_LEAD
+            if not keep.any():
+                self.get_logger().warning(
+                    f"joint targets dropped: the chunk's last target was due {-times[-1]:.3f} s ago"
+                )
+                return
+            times, qs = times[keep], qs[keep]
+            # The jump is measured from where the arm is being sent now (the stream's setpoint),
+            # or from where it is when no stream runs.
+            q_ref = _setpoint(running, now) if running is not None else self.driver.current_q()
+        except Exception as exc:  # noqa: BLE001 - a malformed chunk or no state: refuse, never guess
+            self._halt_stream(f"joint targets refused: {exc}")
+            return
+        verdict = self.safety.check_trajectory(times, qs, q_ref)
+        if not verdict.ok:
+            self._halt_stream(f"joint targets refused ({verdict.check}): {verdict.message}")
+            return
+        self._stop_requested.clear()
+        try:
+            self.driver.stream(times, qs)
+        except Exception as exc:  # noqa: BLE001 - the driver could not start it: halt, report
+            self._halt_stream(f"joint targets not started: {exc}", kind="communication")
+            return
+        with self._lock:
+            self._stream = (now + times, qs)
+
+    def _halt_stream(self, message: str, kind: str = "limit") -> None:
+        with self._lock:
+            streaming = self._stream is not None
+            self._stream = None
+        if streaming:
+            try:
+                self.driver.stop()  # a stream that went wrong does not run on to its end
+            except Exception as exc:  # noqa: BLE001
+                message += f"; the stop failed too: {exc}"
+        self._report(kind, message)
+
+    def _watch_stream(self) -> None:
+        with self._lock:
+            ended = self._stream is not None and time.monotonic() > self._stream[0][-1] + self._stream_timeout
+            if ended:
+                self._stream = None
+        if ended:
+            idle = f"{self._stream_timeout:.2f} s"
+            self._report("stopped", f"no joint targets for {idle}: the arm holds the last one")
 
     # ------------------------------------------------------------------ trajectories
     def _finish(self, goal_handle: Any, ok: bool, message: str, kind: str, canceled: bool = False) -> Any:
@@ -414,6 +381,8 @@ class ExecutorNode(Node):
                 return self._finish(
                     goal_handle, False, "refused: reflex not recovered; call /executor/recover", "reflex"
                 )
+            if self._stream is not None:
+                return self._finish(goal_handle, False, "joint targets are streaming", "limit")
             self._busy = True
         try:
             return self._run(goal_handle)
@@ -424,12 +393,12 @@ class ExecutorNode(Node):
     def _run(self, goal_handle: Any) -> Any:
         self._stop_requested.clear()
         try:
-            times, qs, vels = trajectory_arrays(goal_handle.request.trajectory)
+            times, qs, vels = trajectory_arrays(goal_handle.request.trajectory, self._arm_joints)
         except ValueError as exc:
             self._report("limit", f"trajectory refused: {exc}")
             return self._finish(goal_handle, False, str(exc), "limit")
         try:
-            q_now = self._current_q()
+            q_now = self.driver.current_q()
         except Exception as exc:  # noqa: BLE001 - no state to check against: refuse, never guess
             self._report("communication", f"trajectory refused: {exc}")
             return self._finish(goal_handle, False, str(exc), "communication")
@@ -445,12 +414,10 @@ class ExecutorNode(Node):
             feedback.progress = float(value)
             goal_handle.publish_feedback(feedback)
 
-        if self.topic_backend is not None:
-            outcome = self._watch_topic(goal_handle, times, qs, progress)
-            kind, message = outcome, "" if not outcome else "motion halted by a stop or cancel"
-        else:
-            kind, message = self._watch_franky(goal_handle, times, qs, vels, progress)
+        def should_stop() -> bool:
+            return bool(goal_handle.is_cancel_requested or self._stop_requested.is_set())
 
+        kind, message = self.driver.follow(times, qs, vels, should_stop, progress)
         if not kind:
             progress(1.0)
             return self._finish(goal_handle, True, "", "")
@@ -466,53 +433,6 @@ class ExecutorNode(Node):
         else:
             self._report(kind, message)
         return self._finish(goal_handle, False, message, kind)
-
-    def _watch_franky(
-        self, goal_handle: Any, times: np.ndarray, qs: np.ndarray, vels: np.ndarray | None, progress: Any
-    ) -> tuple[str, str]:
-        assert self.client is not None
-        try:
-            self.client.follow(times, qs, vels)
-        except Exception as exc:  # noqa: BLE001 - franky refusing to start is reported, never raised
-            return "communication", f"could not start the motion: {exc}"
-        last = 0.0
-        while True:
-            if goal_handle.is_cancel_requested or self._stop_requested.is_set():
-                self.client.stop()
-            try:
-                status = self.client.status()
-            except Exception as exc:  # noqa: BLE001 - e.g. the connection closed at shutdown
-                return "communication", f"lost the robot during the motion: {exc}"
-            if not status.running:
-                if status.error_kind == "" and (
-                    self._stop_requested.is_set() or goal_handle.is_cancel_requested
-                ):
-                    # The stop arrived as the motion ended: report it as stopped all the same.
-                    return "stopped", "motion halted"
-                return status.error_kind, status.message
-            if time.monotonic() - last > 0.05:
-                progress(status.progress)
-                last = time.monotonic()
-            time.sleep(_POLL_PERIOD)
-
-    def _watch_topic(self, goal_handle: Any, times: np.ndarray, qs: np.ndarray, progress: Any) -> str:
-        assert self.topic_backend is not None
-        backend = self.topic_backend
-        done = threading.Event()
-
-        def cancel_watch() -> None:
-            while not done.wait(_POLL_PERIOD):
-                if goal_handle.is_cancel_requested:
-                    backend.stop()
-                    return
-
-        watcher = threading.Thread(target=cancel_watch, daemon=True)
-        watcher.start()
-        try:
-            return backend.run(times, qs, progress)
-        finally:
-            done.set()
-            watcher.join()
 
     # ------------------------------------------------------------------ services
     def _on_gripper(self, request: Gripper.Request, response: Gripper.Response) -> Gripper.Response:
@@ -530,43 +450,22 @@ class ExecutorNode(Node):
             self._report("limit", text)
             response.success, response.message = False, text
             return response
-        if self.client is None:
-            assert self.topic_backend is not None
-            gripper = self.robot.gripper
-            fingers = np.asarray(gripper.finger_positions(request.width))
-            self.topic_backend.command(gripper.finger_joints, fingers)
-            response.success, response.width = True, self.topic_backend.width()
-            response.message = "command published; the world reports the width on /joint_states"
-            return response
         try:
-            if request.command == "open":
-                ok, width = self.client.gripper_open(request.width)
-            else:
-                ok, width = self.client.gripper_grasp(request.width, request.force)
+            ok, width, message = self.driver.gripper(request.command, request.width, request.force)
         except Exception as exc:  # noqa: BLE001 - a gripper fault is a reply, not a crash
             self._report("communication", f"gripper {request.command} failed: {exc}")
             response.success, response.message = False, str(exc)
             return response
-        response.success, response.width = ok, width
-        if ok:
-            response.message = ""
-        elif request.command == "grasp" and request.width <= 0.0:
-            response.message = f"the fingers closed on nothing (width {width:.4f} m)"
-        else:
-            response.message = f"{request.command} did not reach the expected width (now {width:.4f} m)"
+        response.success, response.width, response.message = ok, width, message
         return response
 
     def _on_recover(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
-        ok = True
-        message = "recovered"
         with self._lock:
             self._recovery_generation += 1
-        if self.client is not None:
-            try:
-                ok = self.client.recover()
-                message = "recovered" if ok else "the robot refused automatic error recovery"
-            except Exception as exc:  # noqa: BLE001
-                ok, message = False, f"recovery failed: {exc}"
+        try:
+            ok, message = self.driver.recover()
+        except Exception as exc:  # noqa: BLE001
+            ok, message = False, f"recovery failed: {exc}"
         with self._lock:
             self._recovery_generation += 1
             if ok:
@@ -577,17 +476,14 @@ class ExecutorNode(Node):
 
     def halt(self) -> None:
         """Stop the robot; called on shutdown."""
-        if self.client is not None and self.client.connected:
-            try:
-                self.client.close()
-            except Exception as exc:  # noqa: BLE001 - shutting down regardless
-                self.get_logger().error(f"stop on shutdown failed: {exc}")
-        elif self.topic_backend is not None:
-            self.topic_backend.stop()
+        try:
+            self.driver.close()
+        except Exception as exc:  # noqa: BLE001 - shutting down regardless
+            self.get_logger().error(f"stop on shutdown failed: {exc}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_node(ExecutorNode, argv, threads=5, on_exit=ExecutorNode.halt)
+    return run_node(ExecutorNode, argv, threads=6, on_exit=ExecutorNode.halt)
 
 
 if __name__ == "__main__":

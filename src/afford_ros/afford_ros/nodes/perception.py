@@ -42,8 +42,8 @@ from afford_perception.parser import TaskParseError, parse
 from afford_ros import contract
 from afford_ros.nodes.clouds import to_cloud
 from afford_ros.nodes.convert import image_to_msg, matrix_from_pose, msg_to_image
-from afford_ros.nodes.qos import qos_profile
 from afford_ros.nodes.spin import run_node
+from afford_ros.qos import qos_profile
 
 SEGMENTATIONS = ("ground_truth", "depth", "sam")
 

@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import Point, PoseStamped, Vector3
@@ -39,9 +39,10 @@ from afford_planner.skills import SkillError, stage_iter
 from afford_ros import contract
 from afford_ros.nodes.clouds import from_cloud
 from afford_ros.nodes.convert import pose_to_msg, trajectory_msg
-from afford_ros.nodes.qos import qos_profile
 from afford_ros.nodes.robot_link import GraphRobot
 from afford_ros.nodes.spin import run_node
+from afford_ros.params import declare_config, read_config
+from afford_ros.qos import qos_profile
 
 #: The arm may drift this far (rad, any joint) between planning and execution.
 PLAN_START_TOLERANCE = 0.02
@@ -112,6 +113,9 @@ def _regions(points: np.ndarray, fields: dict[str, np.ndarray], names: list[str]
     return {n: points[fields[n] >= 0.5] for n in names}
 
 
+_NODE_SETS = ("level",)
+
+
 class PlannerNode(Node):
     def __init__(self) -> None:
         super().__init__("planner")
@@ -119,10 +123,9 @@ class PlannerNode(Node):
         self.declare_parameter(
             "plan_top_k", 6, d(description="Eligible candidates the motion planner tries.")
         )
-        self.declare_parameter(
-            "combination", "product", d(description="Score combination: product or weighted_sum.")
-        )
-        self.declare_parameter("gate", True, d(description="Apply the feasibility gate r*a*c >= 0.5."))
+        # The ranking rule: SelectionConfig's fields as selection.* (the level is the node's: L3
+        # to choose what to plan, L4 to pick among the plans).
+        declare_config(self, SelectionConfig, "selection", exclude=_NODE_SETS)
         self.declare_parameter(
             "table_size", [1.0, 1.2, 0.04], d(description="Table box size x, y, thickness (m).")
         )
@@ -147,10 +150,7 @@ class PlannerNode(Node):
         pose = np.eye(4)
         pose[:3, 3] = center
         self.table = TableBox((size[0], size[1], size[2]), pose)
-        self.selection = SelectionConfig(
-            combination=cast(Any, str(self.get_parameter("combination").value)),  # validated there
-            gate="feasibility" if bool(self.get_parameter("gate").value) else "none",
-        )
+        self.selection = read_config(self, SelectionConfig, "selection", exclude=_NODE_SETS)
         self.top_k = int(self.get_parameter("plan_top_k").value)
         group = ReentrantCallbackGroup()
         self.robot = GraphRobot(self, max_state_age=float(self.get_parameter("max_state_age_s").value))

@@ -39,7 +39,7 @@ from afford_interfaces.srv import Gripper
 from afford_planner.skills import SkillError
 from afford_ros import contract
 from afford_ros.nodes.convert import trajectory_msg
-from afford_ros.nodes.qos import qos_profile
+from afford_ros.qos import qos_profile
 
 #: A gap between the measured arm and a trajectory's first point larger than this (rad) is
 #: closed by a short lead-in from where the arm really is, so the executor never sees a jump.

@@ -41,8 +41,8 @@ from afford_ros.nodes.convert import (
     pose_to_msg,
     stamp_from_ns,
 )
-from afford_ros.nodes.qos import qos_profile
 from afford_ros.nodes.spin import clean_shutdown
+from afford_ros.qos import qos_profile
 from afford_sim.franky_world import FrankyWorld, FrankyWorldConfig, SceneInfo
 from afford_sim.sim_render import Frame, RenderConfig, RenderProcess
 

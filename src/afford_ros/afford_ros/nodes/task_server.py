@@ -34,9 +34,9 @@ from afford_interfaces.action import ExecuteSkill, RunTask
 from afford_interfaces.srv import ApproveTrial, Perceive, PlanGrasp, ResetScene
 from afford_perception.parser import parse
 from afford_planner.skills import SkillError
-from afford_ros.nodes.qos import qos_profile
 from afford_ros.nodes.robot_link import wait_future
 from afford_ros.nodes.spin import run_node
+from afford_ros.qos import qos_profile
 from afford_sim.tasks import TASKS, find_task, get_task
 
 MODES = ("sim", "real")
