@@ -2,7 +2,8 @@
 
     python bench/bench_spine.py --scenes 20
 
-For each scene (the five skills' sentences in turn, seeds 0..N-1) the spine runs end to end
+For each scene (five registered tasks in turn, asked with their canonical instruction, seeds
+0..N-1) the spine runs end to end
 and every stage is timed. Then the same scene is planned again in the baseline mode that skips
 the selection layer and plans every raw candidate (AffordSim's Stage 2 alone); the ratio of
 planning times is what the gate and ranking save. Both modes run in this process, in the same
@@ -20,13 +21,8 @@ import statistics
 import sys
 import time
 
-SENTENCES = (
-    "pick up the scoop",
-    "put the banana on the plate",
-    "hang the mug on the rack",
-    "pour the paper cup into the bowl",
-    "open the drawer",
-)
+#: One task per skill, by id from the task registry (``afford tasks``).
+TASK_IDS = ("pick-scoop-v1", "place-banana-plate-v1", "hang-mug-v1", "pour-paper-cup-v1", "open-drawer-v1")
 TO_GRASP = ("parse", "perceive", "ground", "sample", "select", "plan")
 
 
@@ -42,16 +38,21 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from afford_pipeline.spine import SpineConfig, run_sentence
+    from afford_core import config as cfg
+    from afford_pipeline.spine import SpineConfig, run_task
+    from afford_sim.tasks import TASKS
+
+    print("# resolved configuration (each scene sets its seed):")
+    for line in cfg.dump(SpineConfig(grounding=args.grounding)).splitlines():
+        print(f"#   {line}")
 
     rows, raw_plan, sel_plan, rtf = [], [], [], []
     planned_sel, planned_raw = [], []
     for i in range(args.scenes):
-        sentence = SENTENCES[i % len(SENTENCES)]
-        r = run_sentence(sentence, SpineConfig(seed=i, grounding=args.grounding))
-        base = run_sentence(
-            sentence, SpineConfig(seed=i, grounding=args.grounding, plan_all=True, execute=False)
-        )
+        task_id = TASK_IDS[i % len(TASK_IDS)]
+        sentence = TASKS.get(task_id).instructions[0]
+        r = run_task(task_id, SpineConfig(seed=i, grounding=args.grounding))
+        base = run_task(task_id, SpineConfig(seed=i, grounding=args.grounding, plan_all=True, execute=False))
         t = dict(r.timings_ms)
         t["to_grasp"] = sum(t.get(k, 0.0) for k in TO_GRASP)
         rows.append(t)

@@ -1,4 +1,4 @@
-"""The graph against Isaac Sim: start afford_bringup/isaac/scene.py in Isaac Sim first.
+"""The graph against Isaac Sim: start afford_ros/isaac/scene.py in Isaac Sim first.
 
     ros2 launch afford_bringup isaac_sim.launch.py
 

@@ -61,6 +61,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         result = run_task(args.task, config, progress=progress, sentence=args.sentence or None)
     else:
         result = run_sentence(args.sentence, config, progress=progress)
+    if config.video_path:
+        # The film's settings beside it: what ran, defaults included, loadable with --config.
+        cfg.write_resolved(config, Path(config.video_path).with_suffix(".config.yaml"))
     if args.json:
         print(json.dumps(result.as_dict()))
     else:
@@ -438,7 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=_grounding_sources(),
         help="where the grasp region comes from (default: oracle)",
     )
-    run.add_argument("--video", default=None, help="write an MP4 of the execution here")
+    run.add_argument("--video", default=None,
+                     help="write an MP4 of the execution here, its settings beside it (.config.yaml)")
     run.add_argument("--robot", default=None, help="the arm (see `afford robots`; default fr3)")
     run.add_argument("--allow-unvalidated-robot", action="store_true",
                      help="run a task on a robot it is not validated on (`afford tasks` lists them)")

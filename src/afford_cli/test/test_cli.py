@@ -91,3 +91,94 @@ def test_run_json_has_the_documented_schema() -> None:
     assert (proc.returncode == 0) == out["success"]
     if out["selected"] is not None:
         assert set(out["selected"]) >= {"position", "rotation", "terms", "score"}
+
+
+def test_tasks_lists_the_registry(capsys: pytest.CaptureFixture[str]) -> None:
+    """`afford tasks` is the one list of tasks a user sees: every registered task with its tier,
+    skill, robots and phrasings, filterable by robot."""
+    from afford_sim.tasks import TASKS, task_ids
+
+    assert main(["tasks", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in rows] == task_ids()
+    for r in rows:
+        spec = TASKS.get(r["id"])
+        assert (r["tier"], r["skill"], r["robots"], r["instructions"]) == (
+            spec.tier, spec.skill, list(spec.robots), list(spec.instructions)
+        )
+    assert main(["tasks", "--robot", "ur5e", "--json"]) == 0
+    on_ur5e = {r["id"] for r in json.loads(capsys.readouterr().out)}
+    assert on_ur5e == {"pick-scoop-v1", "place-banana-plate-v1"}
+
+
+def test_robots_lists_the_descriptions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["robots", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["fr3"]["default"] and rows["fr3"]["dof"] == 7 and rows["fr3"]["drive"] == "franky"
+    assert rows["ur5e"]["dof"] == 6 and rows["ur5e"]["gripper"] == "robotiq_2f85"
+    assert rows["ur5e"]["tasks"] == 2
+
+
+def test_settings_from_a_file_flags_and_set_resolve_in_that_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Defaults, then --config, then the flags given, then --set; --print-config shows the result
+    in the form --config reads back."""
+    from afford_core import config as cfg
+    from afford_pipeline.spine import SpineConfig
+
+    base = tmp_path / "base.yaml"
+    base.write_text("seed: 7\ngrounding: geometric\nselection:\n  combination: weighted_sum\n")
+    argv = ["run", "--config", str(base), "--grounding", "learned", "--set", "selection.level=L2"]
+    argv.append("--print-config")
+    assert main(argv) == 0
+    printed = tmp_path / "printed.yaml"
+    printed.write_text(capsys.readouterr().out)
+    got = cfg.load(SpineConfig, printed)
+    assert (got.seed, got.grounding) == (7, "learned")  # the file's seed, the flag's grounding
+    assert (got.selection.combination, got.selection.level) == ("weighted_sum", "L2")
+    assert got == cfg.apply_overrides(
+        cfg.from_dict(SpineConfig, {"seed": 7, "grounding": "learned"}),
+        ["selection.combination=weighted_sum", "selection.level=L2"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--set", "selection.levle=2"], "levle"),
+        (["--set", "seed=seven"], "seed"),
+        (["--task", "hang-mug-v1", "--robot", "ur5e"], "validated on fr3, not the ur5e"),
+        (["--task", "hang-mug-v2"], "unknown task"),
+        (["--robot", "r2d2"], "unknown robot"),
+    ],
+)
+def test_bad_settings_exit_2_with_one_line_naming_them(argv: list[str], fragment: str) -> None:
+    """A typo in a setting, a task on an arm it was never validated on, an unknown id: refused
+    before any scene exists, with one line that names the culprit."""
+    proc = _afford("run", "pick up the scoop", *argv, "--json")
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("afford: error:"), proc.stderr
+    assert fragment in lines[0].lower()
+    assert proc.stdout == ""
+
+
+def test_pick_and_place_on_the_ur5e_writes_its_settings_beside_the_video(tmp_path: Path) -> None:
+    """Another maker's arm through the same spine (seed 0 succeeds in the checked-in UR5e run,
+    bench/results/skill_success_ur5e.json); the film's resolved settings sit beside it and load
+    back as the run's configuration."""
+    from afford_core import config as cfg
+    from afford_pipeline.spine import SpineConfig
+
+    video = tmp_path / "banana.mp4"
+    proc = _afford("run", "put the banana on the plate", "--robot", "ur5e", "--seed", "0", "--json",
+                   "--video", str(video))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert out["success"] and out["robot"] == "ur5e" and out["task_id"] == "place-banana-plate-v1"
+    assert out["stages"] == {"approach": True, "grasp": True, "lift": True, "place": True}
+    assert video.stat().st_size > 0
+    settings = cfg.load(SpineConfig, video.with_suffix(".config.yaml"))
+    assert settings == cfg.from_dict(SpineConfig, out["config"])
+    assert (settings.robot, settings.seed, settings.video_path) == ("ur5e", 0, str(video))

@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from afford_core.config import to_dict
-from afford_core.robots import get_robot
+from afford_core.robots import DEFAULT_ROBOT, get_robot
 from afford_planner.samplers import DEFAULT_SAMPLERS, SAMPLERS
 from afford_planner.selection import SelectionConfig
 from afford_planner.skills import SkillConfig
@@ -55,7 +55,7 @@ class SpineConfig:
 
     grounding: str = "oracle"
     seed: int = 0
-    robot: str = "fr3"
+    robot: str = DEFAULT_ROBOT
     allow_unvalidated_robot: bool = False
     video_path: str | None = None
     video_fps: int = 20

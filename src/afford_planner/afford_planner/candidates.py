@@ -635,7 +635,7 @@ class EnclosingGraspConfig:
     min_arc_deg: float = 90.0
     depth: float = 0.025
     width_margin: float = 0.008
-    max_width: float = 0.08
+    max_width: float = field(default_factory=lambda: _gripper().max_width)
 
     def __post_init__(self) -> None:
         if self.num_yaws < 1:

@@ -109,9 +109,9 @@ TOPICS: tuple[Topic, ...] = (
     Topic("/afford/robot_error", "afford_interfaces/msg/RobotError", "", "reliable", "executor",
           "Reflexes, refused commands (limits), stops and connection faults."),
     Topic("/executor/joint_targets", "trajectory_msgs/msg/JointTrajectory", BASE_FRAME, "reliable", "policy",
-          "A chunk of joint targets at a control rate (times from its arrival), e.g. a policy's "
-          "actions: checked like a trajectory, it replaces the chunk running; the arm holds the "
-          "last target."),
+          "A chunk of joint targets at a control rate (times from its header stamp, which it must "
+          "carry), e.g. a policy's actions: checked like a trajectory, it replaces the chunk "
+          "running; the arm holds the last target."),
     Topic("/afford/stop", "std_msgs/msg/Empty", "", "reliable", "operator",
           "Software stop: the executor halts any motion at once and refuses the running goal. "
           "Never a substitute for the hardware stop."),

@@ -6,8 +6,9 @@ into the dataclass, which validates them once, as everywhere else (:mod:`afford_
 The parameter names are the config's dotted names, so a parameter file, ``--set`` and a YAML config
 for ``afford run`` spell a setting the same way.
 
-Fields a ROS parameter cannot hold (``None`` defaults, mappings) are left at their defaults and
-not declared.
+Fields a ROS parameter cannot hold (``None`` defaults, empty lists and mappings, such as
+``selection.weights``) are left at their defaults and not declared; a mapping with default keys
+would be declared key by key.
 """
 
 from __future__ import annotations

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -152,6 +153,9 @@ class FollowPlan:
     duration: float
 
 
+_SAME_POSITION = 1e-6  # rad: waypoints closer than this on every joint are one position
+
+
 def plan_waypoints(
     times: np.ndarray,
     positions: np.ndarray,
@@ -186,17 +190,62 @@ def plan_waypoints(
     vs = v / scale
 
     chosen: list[int] = []
-    next_time = ts[0] if ts[0] > 0.0 else waypoint_period
+    # The first waypoint a period in at the earliest: a streamed chunk's first target is ~20 ms
+    # ahead, and a segment that short from a moving arm made franky's planner fail (-111).
+    next_time = max(ts[0], waypoint_period)
     for i in range(t.shape[0]):
         if ts[i] >= next_time - 1e-9:
             chosen.append(i)
             next_time = ts[i] + waypoint_period
     if not chosen or chosen[-1] != t.shape[0] - 1:
         chosen.append(t.shape[0] - 1)
-    idx = np.array(chosen)
+    # A run of waypoints at one position (a policy holding still) is one waypoint, reached with
+    # zero velocity: franky's planner (ruckig) failed on such runs now and then (error -111).
+    kept: list[int] = []
+    rest: set[int] = set()
+    for i in chosen:
+        if kept and np.max(np.abs(q[i] - q[kept[-1]])) < _SAME_POSITION:
+            rest.add(kept[-1])
+            continue
+        kept.append(i)
+    idx = np.array(kept)
     wp_v = vs[idx].copy()
+    wp_v[[k for k, i in enumerate(kept) if i in rest]] = 0.0
     wp_v[-1] = 0.0
     return FollowPlan(ts[idx], q[idx].copy(), wp_v, scale, float(ts[-1]))
+
+
+def _set_scheduling(policy: int, priority: int) -> None:
+    import os
+
+    os.sched_setscheduler(0, policy, os.sched_param(priority))
+
+
+def _leave_realtime_scheduling() -> tuple[int, int] | None:
+    """Put the calling thread back on the normal scheduler; returns the (policy, priority) it
+    had when that was a real-time one, else None.
+
+    franky's ``Robot()`` moves the thread that builds it to SCHED_FIFO (priority 99) even with
+    ``RealtimeConfig.Ignore``, wherever the process may do so (as root in a container, say), and
+    every thread started from it afterwards inherits that: in the executor node, all of rclpy's
+    worker threads. Busy Python at priority 99 then starved franky-sim and every other process
+    of a 2-core machine, and the executor's own callbacks waited seconds (measured: chunks of
+    joint targets delivered 1-5 s late, a gripper width read taking 0.9 s). Only the motion's
+    control loop, which franky runs in a thread of its own, keeps the priority franky gave
+    (see :meth:`RobotClient.connect`)."""
+    import os
+
+    if not hasattr(os, "sched_setscheduler"):
+        return None
+    policy = os.sched_getscheduler(0)
+    if policy not in (os.SCHED_FIFO, os.SCHED_RR):
+        return None
+    given = (policy, os.sched_getparam(0).sched_priority)
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except OSError:  # not permitted: leave it as it is
+        return None
+    return given
 
 
 class RobotClient:
@@ -216,6 +265,7 @@ class RobotClient:
         self._motion_duration = 0.0
         self._stop_requested = False
         self._last_status = MotionStatus(False, 0.0)
+        self._mover: ThreadPoolExecutor | None = None  # starts motions at real-time priority
 
     # ------------------------------------------------------------------ connection
     def connect(self) -> None:
@@ -227,6 +277,15 @@ class RobotClient:
         robot = franky.Robot(cfg.robot_ip, relative_dynamics_factor=cfg.dynamics_factor, realtime_config=rt)
         self._robot = robot
         self._gripper = franky.Gripper(cfg.robot_ip) if cfg.use_gripper else None
+        if not cfg.enforce_realtime:
+            given = _leave_realtime_scheduling()
+            if given is not None:
+                # Motions are started from one thread kept at the priority franky gave: the
+                # control loop franky starts for a motion inherits it, and the loop (blocked on
+                # the robot's packets most of the time) is what needs it, not Python.
+                self._mover = ThreadPoolExecutor(
+                    1, thread_name_prefix="franky-motion", initializer=_set_scheduling, initargs=given
+                )
         self._vmax = np.asarray(robot.joint_velocity_limit.max, dtype=np.float64)  # type: ignore[attr-defined]
         self._amax = np.asarray(robot.joint_acceleration_limit.max, dtype=np.float64)  # type: ignore[attr-defined]
 
@@ -247,6 +306,9 @@ class RobotClient:
             finally:
                 self._robot = None
                 self._gripper = None
+                if self._mover is not None:
+                    self._mover.shutdown(wait=False)
+                    self._mover = None
 
     # ------------------------------------------------------------------ state
     def read_state(self) -> ArmState:
@@ -331,7 +393,10 @@ class RobotClient:
             self._motion_start = time.monotonic()
             self._motion_duration = plan.duration
             self._last_status = MotionStatus(True, 0.0)
-        robot.move(motion, asynchronous=True)
+        if self._mover is not None:
+            self._mover.submit(robot.move, motion, asynchronous=True).result()
+        else:
+            robot.move(motion, asynchronous=True)
         return plan
 
     def status(self) -> MotionStatus:

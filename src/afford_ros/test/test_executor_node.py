@@ -435,19 +435,39 @@ def test_cancel_halts_moving_arm(graph: Graph) -> None:
 
 
 def stream_chunks(
-    graph: Graph, q0: np.ndarray, delta: np.ndarray, duration: float, rate: float = 10.0
+    graph: Graph,
+    q0: np.ndarray,
+    delta: np.ndarray,
+    duration: float,
+    rate: float = 10.0,
+    seconds: float | None = None,
 ) -> None:
-    """Stream a cosine ramp from q0 to q0 + delta as a policy would: every 1/rate s a chunk of the
-    next second of targets at 50 Hz, times from the chunk's stamp. (A second: this machine's
-    processes stall 0.1-0.4 s now and then; a chunk outlasts that.)"""
+    """Stream a cosine ramp from q0 to q0 + delta (over ``duration`` s) as a policy would: every
+    1/rate s a chunk of the next three seconds of targets at 50 Hz, stamped.
+    The ramp runs on the wall clock but never more than ``lead`` ahead of where the arm is seen
+    on it (a policy acts on what it observes; on this loaded machine chunks now and then arrive
+    up to 2.5 s late, the arm holds meanwhile, and an open-loop ramp would then jump ahead of it).
+    Until the ramp is done, or ``seconds`` (default 3 x duration) have passed."""
     from afford_ros.nodes.convert import trajectory_msg
 
+    j = int(np.argmax(np.abs(delta)))
+    lead = 0.25  # s of ramp ahead of the arm; franky-sim trails its setpoint by ~0.1 s
+
+    def at(tau: np.ndarray) -> np.ndarray:
+        s = 0.5 * (1.0 - np.cos(np.pi * np.clip(tau, 0.0, duration) / duration))
+        return q0 + s[:, None] * delta[None, :]
+
     t0 = time.monotonic()
-    while (now := time.monotonic() - t0) < duration:
-        t = now + np.arange(1, 51) * 0.02
-        s = 0.5 * (1.0 - np.cos(np.pi * np.clip(t, 0.0, duration) / duration))
+    end = t0 + (3.0 * duration if seconds is None else seconds)
+    tau = 0.0
+    while tau < duration and time.monotonic() < end:
         stamp = graph.node.get_clock().now().to_msg()  # the points' times count from here
-        graph.targets_pub.publish(trajectory_msg(t - now, q0 + s[:, None] * delta[None, :], stamp))
+        tau = time.monotonic() - t0
+        if delta[j] != 0.0:
+            frac = float(np.clip((graph.q()[j] - q0[j]) / delta[j], 0.0, 1.0))
+            tau = min(tau, duration * float(np.arccos(1.0 - 2.0 * frac)) / np.pi + lead)
+        t = np.arange(1, 151) * 0.02
+        graph.targets_pub.publish(trajectory_msg(t, at(tau + t), stamp))
         time.sleep(1.0 / rate)
 
 
@@ -466,33 +486,84 @@ def test_streamed_joint_targets_move_the_arm_through_the_checks(graph: Graph) ->
 
     for _ in range(3):
         stamp = graph.node.get_clock().now().to_msg()
-        hold = np.tile(q0 + delta, (25, 1))
-        graph.targets_pub.publish(trajectory_msg(np.arange(1, 26) * 0.02, hold, stamp))
+        hold = np.tile(q0 + delta, (150, 1))
+        graph.targets_pub.publish(trajectory_msg(np.arange(1, 151) * 0.02, hold, stamp))
         time.sleep(0.1)
     at_rest_time(graph, time.monotonic(), timeout=8.0)
     assert np.max(np.abs(graph.q() - (q0 + delta))) < 0.01  # it followed to the end and holds there
-    # The stream counts as ended stream_timeout_s after the last chunk's last target (a second
-    # past its sending): reported once, as a stop.
-    errors = graph.wait_errors(n_err, 1, timeout=5.0)
+    # The stream counts as ended stream_timeout_s after the last chunk's last target (3 s past
+    # its sending): reported once, as a stop.
+    errors = graph.wait_errors(n_err, 1, timeout=10.0)
     assert [e.kind for e in errors] == ["stopped"] and "no joint targets" in errors[0].message
+
+    # An unstamped chunk is refused (sat in a queue, it would be taken as fresh): nothing moves.
+    q1 = graph.q()
+    n_err = len(graph.errors_since(0))
+    t, qs = ramp(q1, np.array([0.1, 0, 0, 0, 0, 0, 0]), 1.0)
+    graph.targets_pub.publish(trajectory_msg(t[1:], qs[1:]))
+    errors = graph.wait_errors(n_err, 1, timeout=5.0)
+    assert errors[0].kind == "limit" and "header.stamp" in errors[0].message
+    assert np.max(np.abs(graph.dq())) < 0.01
+    time.sleep(0.8)  # a refused chunk blocks the stream until the sender pauses stream_timeout_s
 
     # Now a chunk whose targets run into joint 4's limit margin: refused, the arm halts.
     q1 = graph.q()
     n_err = len(graph.errors_since(0))
     bad = np.array([-0.3, 0, 0, 0, 0, 0, 0])
     t, qs = ramp(q1, bad, 2.0)
-    graph.targets_pub.publish(trajectory_msg(t[1:], qs[1:]))  # a fine chunk: the arm moves
+    now = graph.node.get_clock().now().to_msg
+    graph.targets_pub.publish(trajectory_msg(t[1:], qs[1:], now()))  # a fine chunk: the arm moves
     graph.wait_moving(0.05)
     beyond = qs[-1].copy()
     beyond[3] = -0.152 - 0.02  # FR3 joint 4's upper limit is -0.1518: inside the 0.05 rad margin
     current = graph.q()
-    graph.targets_pub.publish(trajectory_msg(np.array([1.0, 2.0]), np.stack([current, beyond])))
+    graph.targets_pub.publish(trajectory_msg(np.array([1.0, 2.0]), np.stack([current, beyond]), now()))
     t_refused = time.monotonic()
     at_rest_time(graph, t_refused)
     errors = graph.wait_errors(n_err, 1, timeout=5.0)
     assert [e.kind for e in errors][:1] == ["limit"] and "joint targets refused" in errors[0].message
     assert np.max(np.abs(graph.q() - qs[-1])) > 0.05  # halted short of the fine chunk's end
     assert graph.q()[3] < -0.2  # and nowhere near the refused target
+
+
+def test_a_stop_halts_a_stream_until_the_operator_rearms(graph: Graph) -> None:
+    """The operator's stop halts a streaming policy, and the policy's next chunks do not start the
+    arm again (refused, said once), pauses and all, until /executor/recover is called."""
+    time.sleep(0.8)  # the previous test's refused chunk blocks the stream until a pause
+    at_rest_time(graph, time.monotonic())
+    q0 = graph.q()
+    n_err = len(graph.errors_since(0))
+    sender = threading.Thread(
+        target=stream_chunks,
+        args=(graph, q0, np.array([0.3, 0, 0, 0, 0, 0, 0]), 6.0),  # slow: a late stop still lands short
+        kwargs={"seconds": 4.0},
+        daemon=True,
+    )
+    sender.start()
+    graph.wait_moving(0.03)
+    time.sleep(0.3)
+    graph.stop_pub.publish(graph.Empty())
+    at_rest_time(graph, time.monotonic())
+    q_stopped = graph.q()
+    sender.join()  # the policy kept sending for the rest of its 4 s
+    assert np.max(np.abs(graph.q() - q_stopped)) < 0.005  # and the arm stayed where it stopped
+    assert np.max(np.abs(q_stopped - q0)) < 0.29  # short of the stream's goal
+    kinds = [(e.kind, e.message) for e in graph.wait_errors(n_err, 2, timeout=5.0)]
+    # Reported as halted by the stop (or, when a stall here delayed the chunks past the
+    # watchdog before the stop came, as ended), and the chunks after it refused, said once.
+    assert ("stopped", "joint-target stream halted by the stop topic") in kinds or any(
+        k == "stopped" and "no joint targets" in m for k, m in kinds
+    ), kinds
+    refusals = [m for k, m in kinds if k == "limit" and "stop topic" in m]
+    assert len(refusals) == 1, kinds
+
+    # Re-armed by the operator, a new stream is taken: hold chunks at the arm's position, and
+    # the stream then ends as streams do.
+    assert graph.call(graph.recover, graph.Trigger.Request()).success
+    n_err = len(graph.errors_since(0))
+    stream_chunks(graph, q_stopped, np.zeros(7), 0.5)
+    errors = graph.wait_errors(n_err, 1, timeout=5.0)
+    assert [e.kind for e in errors] == ["stopped"] and "no joint targets" in errors[0].message
 
 
 def test_injected_reflex_needs_recovery(graph: Graph, sim_server: subprocess.Popen[str]) -> None:
@@ -620,7 +691,7 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
                     return
             time.sleep(0.01)
 
-    node.create_subscription(JointState, "/isaac_joint_commands", on_command, qos_profile("reliable"))
+    node.create_subscription(JointState, "/isaac/joint_command", on_command, qos_profile("reliable"))
     pub = node.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
 
     def publish_world() -> None:
@@ -656,7 +727,7 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         assert ks == sorted(ks) and ks[-1] == len(qs) - 1 and len(ks) >= 20, ks
         early = [round(times[k] - (t - sent[0][0]), 3) for (t, _), k in zip(sent, ks, strict=True)]
         assert max(early) < 0.02, early  # the backend waits for each point's time
-        assert 0.8 < sent[-1][0] - sent[0][0] < 1.5  # streamed at the trajectory's pace
+        assert 0.8 < sent[-1][0] - sent[0][0] < 4.0  # paced, not at once (a stall stretches it)
 
         bad = qs[-1].copy()
         bad[3] = 0.0  # beyond joint 4's upper limit
@@ -673,7 +744,13 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         with lock:
             n = len(commands)
         future = graph.send(times, qs3)
-        time.sleep(1.0)
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end:  # streaming (a loaded machine can take a while to start)
+            with lock:
+                if len(commands) > n + 5:
+                    break
+            time.sleep(0.01)
+        time.sleep(0.5)
         graph.stop()
         t_stop = time.time()  # the clock of the header stamps
         stopped = graph.wait(future, 10.0).result
@@ -689,7 +766,7 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         ks = [point.get(tuple(q), -1) for _, q in streamed]
         repeats = [i for i in range(1, len(ks)) if ks[i] <= max(ks[:i])]
         assert repeats == [len(ks) - 1], ks  # exactly one hold, and it is the last command
-        assert streamed[-1][0] - t_stop < 1.0, streamed[-1][0] - t_stop
+        assert streamed[-1][0] - t_stop < 2.5, streamed[-1][0] - t_stop  # bounds a stall; no latency claim
         assert np.max(np.abs(streamed[-1][1] - qs3[-1])) > 0.1  # nowhere near the goal: the stream ended
     finally:
         spin.shutdown()
@@ -800,10 +877,12 @@ def test_topic_backend_waits_for_a_fresh_state_and_refuses_a_stale_one() -> None
         ctx.try_shutdown()
 
 
-def test_topic_driver_stream_replaces_the_running_chunk() -> None:
-    """Isaac Sim's driver: a new chunk takes over from the one being sent (no point of the old one
-    after the new one's first), its points go out in order at their times, and a stop sends one
-    hold and nothing after it."""
+def test_topic_driver_replaces_the_running_chunk_holds_on_stop_and_notices_a_silent_world() -> None:
+    """Isaac Sim's driver, against a stand-in for Isaac's articulation (the boundary we cannot
+    run here): a new chunk takes over from the one being sent (no command of the old one after
+    the new one's first) and passes through every target at its time; a stop sends one hold and
+    nothing after it; the gripper is judged by the width the world reports; a world that falls
+    silent is a communication fault, not a motion still running."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import JointState
@@ -816,49 +895,83 @@ def test_topic_driver_stream_replaces_the_running_chunk() -> None:
     ctx = rclpy.Context()
     rclpy.init(context=ctx, domain_id=domain)
     node = rclpy.create_node("topic_driver_stream_test", context=ctx)
-    params = {"joint_command_topic": "/isaac_joint_commands", "state_timeout_s": 2.0}
-    driver = TopicDriver(node, get_robot("fr3"), params, None)
+    params = {"joint_command_topic": "/isaac/joint_command", "state_timeout_s": 0.5}
+    robot = get_robot("fr3")
+    driver = TopicDriver(node, robot, params, None)
     got: list[tuple[float, np.ndarray]] = []
     lock = threading.Lock()
+    world = {"width": 0.0, "object": 0.0, "alive": True}  # the stand-in's fingers; an object's width
 
     def on_command(msg: JointState) -> None:
+        if list(msg.name) == list(robot.sim.finger_joints):  # fingers close onto the object, if any
+            world["width"] = max(sum(msg.position), world["object"])
+            return
         with lock:
             got.append((time.monotonic(), np.array(msg.position)))
 
-    node.create_subscription(JointState, "/isaac_joint_commands", on_command, qos_profile("reliable"))
+    node.create_subscription(JointState, "/isaac/joint_command", on_command, qos_profile("reliable"))
     pub = node.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
-    names = [f"fr3_joint{i}" for i in range(1, 8)]
-    node.create_timer(0.01, lambda: pub.publish(JointState(name=names, position=[0.0] * 7)))
+    names = [*(f"fr3_joint{i}" for i in range(1, 8)), "fr3_finger_width"]
+
+    def publish_state() -> None:
+        if world["alive"]:
+            pub.publish(JointState(name=names, position=[0.0] * 7 + [world["width"]]))
+
+    node.create_timer(0.01, publish_state)
     spin = SingleThreadedExecutor(context=ctx)
     spin.add_node(node)
     threading.Thread(target=spin.spin, daemon=True).start()
     try:
         driver.fresh_q(wait=5.0)
         time.sleep(0.5)  # the command subscription is matched
+        assert driver.status().running is False
         first = np.arange(1, 51)[:, None] * np.array([[0.001, 0, 0, 0, 0, 0, 0]])  # joint 1: 1, 2 .. 50 mrad
         second = np.arange(1, 21)[:, None] * np.array([[0, 0.001, 0, 0, 0, 0, 0]])  # joint 2
-        driver.stream(np.arange(1, 51) * 0.02, first)
+        driver.start(np.arange(1, 51) * 0.02, first)
         time.sleep(0.3)
-        driver.stream(np.arange(1, 21) * 0.02, second)
+        assert driver.status().running
+        driver.start(np.arange(1, 21) * 0.02, second)
         time.sleep(0.8)
+        state = driver.status()
+        assert not state.running and state.error_kind == ""  # the second ran to its end
         with lock:
             sent = [q for _, q in got]
-        from_first = [i for i, q in enumerate(sent) if q[0] > 0]
+        from_first = [i for i, q in enumerate(sent) if q[0] > 0 and q[1] == 0]
         from_second = [i for i, q in enumerate(sent) if q[1] > 0]
         assert from_first and from_second and max(from_first) < min(from_second)  # taken over
-        assert len(from_first) < 40  # the first chunk did not run on to its end
-        assert [round(sent[i][1] * 1000) for i in from_second] == list(range(1, 21))  # all, in order
+        assert max(sent[i][0] for i in from_first) < 0.04  # the first did not run on to its end
+        assert all(sent[i][0] < sent[from_first[-1]][0] + 1e-9 for i in from_second)  # joint 1 eased back
+        joint2 = [sent[i][1] for i in from_second]
+        assert all(b >= a - 1e-12 for a, b in zip(joint2, joint2[1:], strict=False))  # in order
+        assert {round(v * 1000, 6) for v in joint2} >= {float(k) for k in range(1, 21)}  # every target
         n = len(sent)
-        driver.stream(np.arange(1, 51) * 0.02, first)
+        driver.start(np.arange(1, 51) * 0.02, first)
         time.sleep(0.2)
         driver.stop()
         driver.stop()  # a second stop sends nothing more
         time.sleep(0.5)
+        assert driver.status().error_kind == "stopped"
         with lock:
             tail = [q for _, q in got[n:]]
         assert np.allclose(tail[-1], 0.0)  # the hold: where the world reports the arm
         assert sum(np.allclose(q, 0.0) for q in tail) == 1  # exactly one hold, the last command
+
+        ok, width, _ = driver.gripper("open", 0.08, 0.0)
+        assert ok and width == pytest.approx(0.08)
+        ok, width, message = driver.gripper("grasp", 0.0, 20.0)  # nothing between the fingers
+        assert not ok and "closed on nothing" in message
+        driver.gripper("open", 0.08, 0.0)
+        world["object"] = 0.03
+        ok, width, _ = driver.gripper("grasp", 0.0, 20.0)
+        assert ok and width == pytest.approx(0.03)
+
+        driver.start(np.arange(1, 51) * 0.02, first)
+        world["alive"] = False  # Isaac Sim closed mid-motion
+        time.sleep(0.8)
+        state = driver.status()
+        assert not state.running and state.error_kind == "communication" and "joint_states" in state.message
     finally:
+        driver.stop()
         spin.shutdown()
         node.destroy_node()
         ctx.try_shutdown()

@@ -141,7 +141,7 @@ class GraspingRobot(FrankaMujocoRobot):
 
     def release(self, width: float = FRANKA_HAND_MAX_WIDTH) -> None:
         """Open to ``width`` under position control (used by resets, not by the protocol)."""
-        super().set_hand_goal(width, FRANKA_HAND_VELOCITY_LIMIT, 70.0)
+        super().set_hand_goal(width, FRANKA_HAND_VELOCITY_LIMIT, 70.0)  # N: the hand's continuous force
         self._force_mode = False
         self._goal_changed = False
 

@@ -107,17 +107,19 @@ ROBOTIQ_2F85 = GripperDescription(
     finger_length=0.085,  # the knuckle pivots sit 55-61 mm in front of the flange
 )
 
+_ARM_JOINTS = (
+    "robot0_shoulder_pan_joint",
+    "robot0_shoulder_lift_joint",
+    "robot0_elbow_joint",
+    "robot0_wrist_1_joint",
+    "robot0_wrist_2_joint",
+    "robot0_wrist_3_joint",
+)
+
 UR5E = RobotDescription(
     name="ur5e",
     title="Universal Robots UR5e + Robotiq 2F-85 (robosuite's models)",
-    arm_joints=(
-        "robot0_shoulder_pan_joint",
-        "robot0_shoulder_lift_joint",
-        "robot0_elbow_joint",
-        "robot0_wrist_1_joint",
-        "robot0_wrist_2_joint",
-        "robot0_wrist_3_joint",
-    ),
+    arm_joints=_ARM_JOINTS,
     # Elbow up, the TCP 35 cm above the table at (0.45, 0, 0.35), pointing down with the
     # fingers closing along world y (HOME_TCP_ROTATION).
     home=(-0.3024, -1.7179, 1.6953, -1.5481, -1.5708, -1.8732),
@@ -132,14 +134,7 @@ UR5E = RobotDescription(
     sim=SimBinding(
         builder="robosuite",
         mjcf=_model,
-        arm_joints=(
-            "robot0_shoulder_pan_joint",
-            "robot0_shoulder_lift_joint",
-            "robot0_elbow_joint",
-            "robot0_wrist_1_joint",
-            "robot0_wrist_2_joint",
-            "robot0_wrist_3_joint",
-        ),
+        arm_joints=_ARM_JOINTS,  # the same names in both models (robosuite's prefix)
         finger_joints=("gripper0_finger_joint",),
         finger_open_qpos=(0.0,),
         finger_width=opening,

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from afford_core.robots import RobotDescription
-
-MotionOutcome = tuple[str, str]
-"""(error kind, message) of a finished motion: ``("", "")`` when it completed; kinds as in
-``afford_interfaces/msg/RobotError`` (``stopped``, ``reflex``, ``limit``, ``communication``)."""
 
 
 class StaleState(RuntimeError):
@@ -30,8 +25,31 @@ class ArmReading:
     in_reflex: bool
 
 
+@dataclass(frozen=True)
+class MotionState:
+    """Where the motion started last stands.
+
+    Attributes:
+        running: Its targets are still being sent (after the last one the arm holds it).
+        progress: Fraction of its duration done, 0..1.
+        error_kind: Why it ended early, as in ``afford_interfaces/msg/RobotError`` (``stopped``,
+            ``reflex``, ``limit``, ``communication``); empty while it runs and when it completed.
+        message: The fault in words; empty when none.
+    """
+
+    running: bool
+    progress: float = 0.0
+    error_kind: str = ""
+    message: str = ""
+
+
 class Driver(ABC):
     """One kind of connection to a robot.
+
+    Trajectories and streamed chunks reach a driver the same way: :meth:`start` (the node has
+    checked the motion; the driver never alters it beyond slowing it to fit the robot's
+    dynamics), then :meth:`status` polled until it ends, and :meth:`stop` at any time. The node
+    serialises starts and stops, so a driver need not guard against a start racing a stop.
 
     Args:
         node: The executor node (for topics, parameters and logging).
@@ -42,6 +60,9 @@ class Driver(ABC):
 
     #: The node publishes /joint_states from :meth:`read` (else the world publishes them).
     publishes_state: ClassVar[bool] = False
+    #: :meth:`status` is cheap enough to poll while a stream's chunks replace each other (else
+    #: the node asks once the stream's last target is due).
+    status_while_streaming: ClassVar[bool] = True
 
     def __init__(self, node: Any, robot: RobotDescription, params: dict[str, Any], state_group: Any) -> None:
         self.node = node
@@ -61,24 +82,22 @@ class Driver(ABC):
         raise NotImplementedError
 
     @abstractmethod
-    def follow(
-        self,
-        times: np.ndarray,
-        positions: np.ndarray,
-        velocities: np.ndarray | None,
-        should_stop: Callable[[], bool],
-        progress: Callable[[float], None],
-    ) -> MotionOutcome:
-        """Run a checked trajectory to its end (blocking); halt when ``should_stop()`` turns true."""
+    def start(
+        self, times: np.ndarray, positions: np.ndarray, velocities: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Start a checked motion (``times`` in seconds from now), replacing any motion still
+        running; returns at once with the (times, positions) the robot will really follow (a
+        driver may slow a motion down to fit the robot's dynamics). After the last target the
+        arm holds it."""
 
     @abstractmethod
-    def stream(self, times: np.ndarray, positions: np.ndarray) -> None:
-        """Start a checked chunk of joint targets (times from now), replacing any chunk still
-        running; returns at once. After the last target the arm holds it."""
+    def status(self) -> MotionState:
+        """The motion started last: running, or how it ended. A driver that can tell that the
+        robot stopped answering reports ``communication`` here."""
 
     @abstractmethod
     def stop(self) -> None:
-        """Halt any motion or stream at once; the arm holds where it is."""
+        """Halt any motion at once; the arm holds where it is. Idempotent."""
 
     @abstractmethod
     def gripper(self, command: str, width: float, force: float) -> tuple[bool, float, str]:

@@ -9,27 +9,32 @@ motion ends. A stop is libfranka's StopMove (the controller holds the last comma
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from afford_core.robots import RobotDescription
-from afford_ros.drivers.base import ArmReading, Driver, MotionOutcome
+from afford_ros.drivers.base import ArmReading, Driver, MotionState
 from afford_ros.robot_client import RobotClient, RobotClientConfig
 
-_POLL_PERIOD = 0.01  # s between checks of a running motion (stop, cancel, progress)
+_SAME_POSITION = 1e-4  # rad: a hold this close to where the arm stands is already done
+_AT_REST = 0.01  # rad/s on every joint
 
 
 class FrankyDriver(Driver):
     """libfranka through franky (see the module docstring)."""
 
     publishes_state = True
+    # franky's join_motion, which status() polls, blocked the whole process for up to 0.8 s on
+    # franky-sim while chunks replaced each other (measured): a stream's faults are read at its
+    # end; a reflex shows in the robot state the node publishes at 100 Hz meanwhile.
+    status_while_streaming = False
 
     def __init__(self, node: Any, robot: RobotDescription, params: dict[str, Any], state_group: Any) -> None:
         super().__init__(node, robot, params, state_group)
         if robot.drive != "franky":
             raise ValueError(f"the {robot.name} is not driven through franky (its drive is {robot.drive})")
+        self._goal: np.ndarray | None = None  # where the motion sent last ends (None: halted)
         self.client = RobotClient(
             RobotClientConfig(
                 robot_ip=str(params["robot_ip"]),
@@ -65,42 +70,37 @@ class FrankyDriver(Driver):
         s = self.client.read_state()
         return ArmReading(q=s.q, dq=s.dq, gripper_width=s.gripper_width, in_reflex=s.in_reflex)
 
-    def follow(
-        self,
-        times: np.ndarray,
-        positions: np.ndarray,
-        velocities: np.ndarray | None,
-        should_stop: Callable[[], bool],
-        progress: Callable[[float], None],
-    ) -> MotionOutcome:
-        try:
-            self.client.follow(times, positions, velocities)
-        except Exception as exc:  # noqa: BLE001 - franky refusing to start is reported, never raised
-            return "communication", f"could not start the motion: {exc}"
-        last = 0.0
-        while True:
-            stopping = should_stop()
-            if stopping:
-                self.client.stop()
-            try:
-                status = self.client.status()
-            except Exception as exc:  # noqa: BLE001 - e.g. the connection closed at shutdown
-                return "communication", f"lost the robot during the motion: {exc}"
-            if not status.running:
-                if status.error_kind == "" and (stopping or should_stop()):
-                    # The stop arrived as the motion ended: report it as stopped all the same.
-                    return "stopped", "motion halted"
-                return status.error_kind, status.message
-            if time.monotonic() - last > 0.05:
-                progress(status.progress)
-                last = time.monotonic()
-            time.sleep(_POLL_PERIOD)
-
-    def stream(self, times: np.ndarray, positions: np.ndarray) -> None:
+    def start(
+        self, times: np.ndarray, positions: np.ndarray, velocities: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        times = np.asarray(times, dtype=np.float64)
+        positions = np.asarray(positions, dtype=np.float64)
+        if np.ptp(positions, axis=0).max() < _SAME_POSITION:
+            # A hold. franky's planner failed (error -111) on a motion to where the arm already
+            # goes or stands; the running (or last) motion ends there already: nothing to send.
+            hold = positions[0]
+            s = self.client.read_state()
+            at_rest_there = np.max(np.abs(s.q - hold)) < _SAME_POSITION and np.max(np.abs(s.dq)) < _AT_REST
+            bound_there = self._goal is not None and np.max(np.abs(self._goal - hold)) < _SAME_POSITION
+            if at_rest_there or bound_there:
+                return times, positions
         # franky replaces a running asynchronous motion with this one.
-        self.client.follow(times, positions, None)
+        plan = self.client.follow(times, positions, velocities)
+        self._goal = positions[-1].copy()
+        return times * plan.scale, positions
+
+    def status(self) -> MotionState:
+        try:
+            s = self.client.status()
+        except Exception as exc:  # noqa: BLE001 - e.g. the connection closed at shutdown
+            self._goal = None
+            return MotionState(False, 0.0, "communication", f"lost the robot during the motion: {exc}")
+        if s.error_kind:
+            self._goal = None  # it ended short of its goal
+        return MotionState(s.running, s.progress, s.error_kind, s.message)
 
     def stop(self) -> None:
+        self._goal = None  # halted short of it
         self.client.stop()
 
     def gripper(self, command: str, width: float, force: float) -> tuple[bool, float, str]:
@@ -115,6 +115,7 @@ class FrankyDriver(Driver):
         return False, now, f"{command} did not reach the expected width (now {now:.4f} m)"
 
     def recover(self) -> tuple[bool, str]:
+        self._goal = None
         ok = self.client.recover()
         return ok, "recovered" if ok else "the robot refused automatic error recovery"
 

@@ -1,16 +1,18 @@
 """Joint position commands streamed on a topic; the state comes from the world's /joint_states.
 
-For Isaac Sim, which has no libfranka server: each checked trajectory's (or streamed chunk's)
-points are published, at their times, as ``sensor_msgs/JointState`` commands on the node's
-``joint_command_topic``, which Isaac Sim's articulation controller follows. A stop holds the
-last measured position. The same safety checks apply as with franky.
+For Isaac Sim, which has no libfranka server: each checked motion (a trajectory or a streamed
+chunk) is published at 100 Hz, interpolated through its points at their times, as
+``sensor_msgs/JointState`` commands on the
+node's ``joint_command_topic``, which Isaac Sim's articulation controller follows (arm joints by
+their kinematic names, fingers by the simulator's). A stop holds the arm where the world last
+reported it, or at the last point sent when that report is stale; never at an old reading. The
+same safety checks apply as with franky.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -19,10 +21,16 @@ from std_msgs.msg import Header
 
 from afford_core.robots import RobotDescription
 from afford_ros import contract
-from afford_ros.drivers.base import Driver, MotionOutcome, StaleState
+from afford_ros.drivers.base import Driver, MotionState, StaleState
 from afford_ros.qos import qos_profile
 
-_POLL_PERIOD = 0.01  # s between checks of a running motion (stop, cancel, progress)
+_POLL_PERIOD = 0.01  # s between checks while waiting for a point's time or the gripper
+_COMMAND_PERIOD = 0.01  # s between joint commands (100 Hz; targets in between are interpolated)
+_FRESH_S = 0.5  # a measured state older than this is not where the arm is
+_GRIPPER_SETTLE_S = 0.3  # the fingers count as still once the width has not changed for this long
+_GRIPPER_TIMEOUT_S = 5.0
+_OPEN_TOLERANCE_M = 0.005  # an open reaching this close to its width succeeded
+_EMPTY_GRASP_M = 0.002  # a grasp that closes below this closed on nothing
 
 
 class TopicDriver(Driver):
@@ -45,6 +53,11 @@ class TopicDriver(Driver):
         # trajectory point can follow the hold command.
         self._send_lock = threading.Lock()
         self._generation = 0
+        self._last_sent: np.ndarray | None = None
+        # The motion started last: (generation, start time, duration); its outcome once ended.
+        self._motion: tuple[int, float, float] = (0, 0.0, 0.0)
+        self._outcome: dict[int, str] = {0: ""}
+        self._fault = ""
         node.create_subscription(
             JointState,
             "/joint_states",
@@ -63,7 +76,7 @@ class TopicDriver(Driver):
                 self._width = float(msg.position[index[self._width_joint]])
             self._stamp = time.monotonic()
 
-    def fresh_q(self, max_age: float = 0.5, wait: float = 0.0) -> np.ndarray:
+    def fresh_q(self, max_age: float = _FRESH_S, wait: float = 0.0) -> np.ndarray:
         """The last measured arm joints, no older than ``max_age`` seconds; waits up to ``wait``
         seconds for such a reading (a loaded world publishes in bursts), then raises
         :class:`StaleState`."""
@@ -92,75 +105,134 @@ class TopicDriver(Driver):
         msg.position = [float(v) for v in values]
         self._pub.publish(msg)
 
-    def _send(
-        self, times: np.ndarray, positions: np.ndarray, generation: int, progress: Callable[[float], None]
-    ) -> str:
-        """Publish each point at its time; "" when done, "stopped" when stopped or replaced."""
-        t0 = time.monotonic()
-        duration = float(times[-1]) if times[-1] > 0 else 1e-9
+    def _send(self, times: np.ndarray, positions: np.ndarray, generation: int, t0: float) -> None:
+        """Publish each point at its time (a thread per motion); ends early when stopped or
+        replaced, recording how it ended."""
+        outcome = ""
         for t, q in zip(times, positions, strict=True):
             while (wait := t0 + float(t) - time.monotonic()) > 0:
                 if self._stop.wait(min(wait, _POLL_PERIOD)) or generation != self._generation:
                     break
-                progress(min(1.0, (time.monotonic() - t0) / duration))
             with self._send_lock:
                 if self._stop.is_set() or generation != self._generation:
-                    return "stopped"
-                self.command(self._arm, q)
-        return ""
-
-    def follow(
-        self,
-        times: np.ndarray,
-        positions: np.ndarray,
-        velocities: np.ndarray | None,
-        should_stop: Callable[[], bool],
-        progress: Callable[[float], None],
-    ) -> MotionOutcome:
-        self._stop.clear()
+                    outcome = "stopped"
+                    break
+                try:
+                    self.command(self._arm, q)
+                except Exception as exc:  # noqa: BLE001 - e.g. the node shutting down mid-motion
+                    outcome, self._fault = "communication", f"could not publish a joint command: {exc}"
+                    break
+                self._last_sent = np.asarray(q, dtype=np.float64).copy()
         with self._send_lock:
-            self._generation += 1
-            generation = self._generation
-        done = threading.Event()
+            self._outcome[generation] = outcome
 
-        def watch() -> None:
-            while not done.wait(_POLL_PERIOD):
-                if should_stop():
-                    self.stop()
-                    return
-
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        try:
-            outcome = self._send(times, positions, generation, progress)
-        finally:
-            done.set()
-            watcher.join()
-        return (outcome, "motion halted by a stop or cancel") if outcome else ("", "")
-
-    def stream(self, times: np.ndarray, positions: np.ndarray) -> None:
-        self._stop.clear()
+    def start(
+        self, times: np.ndarray, positions: np.ndarray, velocities: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        times = np.asarray(times, dtype=np.float64)
+        positions = np.asarray(positions, dtype=np.float64)
+        grid, commands = self._resample(times, positions)
+        t0 = time.monotonic()
         with self._send_lock:
-            self._generation += 1  # the chunk still being sent, if any, ends at its next point
+            self._stop.clear()
+            self._generation += 1  # the motion still being sent, if any, ends at its next point
             generation = self._generation
-        threading.Thread(
-            target=self._send, args=(times, positions, generation, lambda _p: None), daemon=True
-        ).start()
+            self._outcome = {generation: "running"}
+            self._motion = (generation, t0, float(times[-1]))
+        threading.Thread(target=self._send, args=(grid, commands, generation, t0), daemon=True).start()
+        return times, positions
+
+    def _resample(self, times: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The motion as commands every ``_COMMAND_PERIOD`` from now, linear from where the arm
+        is being sent (the point last sent while a motion runs, else where it is) through each
+        target at its time. Sent as they come, a chunk's first target would wait for its time
+        and a chunk replaced before then would send nothing: the arm would stand still while
+        the node's checks took it to be moving along."""
+        with self._send_lock:
+            running = self._outcome.get(self._motion[0]) == "running"
+            origin = self._last_sent if running else None
+        if origin is None:
+            try:
+                origin = self.fresh_q()
+            except StaleState:
+                origin = positions[0]
+        first = [times[:1]] if times[0] <= 0.0 else []  # a point due now goes out at once
+        if times[0] > 0.0:
+            times, positions = np.r_[0.0, times], np.vstack([origin, positions])
+        # Every target at its own time, and evenly spaced commands in the gaps between them.
+        pieces = [
+            a + (b - a) * np.arange(1, n + 1) / n
+            for a, b in zip(times[:-1], times[1:], strict=True)
+            for n in [max(1, int(np.ceil((b - a) / _COMMAND_PERIOD - 1e-6)))]
+        ]
+        grid = np.concatenate(first + pieces) if first or pieces else times
+        commands = np.column_stack([np.interp(grid, times, q_j) for q_j in positions.T])
+        return grid, commands
+
+    def status(self) -> MotionState:
+        with self._send_lock:
+            generation, t0, duration = self._motion
+            outcome = self._outcome.get(generation, "stopped")
+        with self._lock:
+            stamp, seen = self._stamp, self._q is not None
+        age = time.monotonic() - stamp
+        if generation and (not seen or age > self._state_timeout):
+            # The world stopped answering (Isaac Sim closed or stalled): what the arm does is unknown.
+            return MotionState(False, 0.0, "communication",
+                               f"no /joint_states from the world for {age:.1f} s (state_timeout_s "
+                               f"{self._state_timeout:.1f})")
+        progress = min(1.0, (time.monotonic() - t0) / duration) if duration > 0 else 1.0
+        if outcome == "running":
+            return MotionState(True, progress)
+        if outcome == "stopped":
+            return MotionState(False, progress, "stopped", "motion halted by a stop")
+        if outcome == "communication":
+            return MotionState(False, progress, "communication", self._fault)
+        return MotionState(False, 1.0)
 
     def stop(self) -> None:
-        """End the stream and command the arm to stay where the world last reported it (once:
-        a stop already in force commands nothing more)."""
+        """End the motion and hold the arm where the world last reported it (the last point
+        sent when that report is stale); once: a stop already in force commands nothing more,
+        and with nothing ever sent there is nothing to hold."""
         with self._send_lock:
             if self._stop.is_set():
                 return
             self._stop.set()
             self._generation += 1
+            if self._last_sent is None:
+                return
             try:
-                self.command(self._arm, self.fresh_q(max_age=5.0))
-            except RuntimeError:
-                pass
+                hold = self.fresh_q()
+            except StaleState:
+                hold = self._last_sent  # where the arm was last sent: it is at or near it
+            self.command(self._arm, hold)
+            self._last_sent = hold
 
     def gripper(self, command: str, width: float, force: float) -> tuple[bool, float, str]:
+        """Command the simulator's finger joints, then wait until the width the world reports has
+        settled and judge it as franky does: an open must reach its width; a grasp must stop on
+        something. (The force is the articulation's drive setting in Isaac, not a command.)"""
+        sim = self.robot.sim
         gripper = self.robot.gripper
-        self.command(gripper.finger_joints, np.asarray(gripper.finger_positions(width)))
-        return True, self.width(), "command published; the world reports the width on /joint_states"
+        targets = np.asarray(gripper.finger_positions(width), dtype=np.float64)
+        if len(sim.finger_joints) != len(targets):
+            raise ValueError(f"the {self.robot.name}'s simulator fingers do not match its gripper model")
+        self.command(sim.finger_joints, targets)
+        deadline = time.monotonic() + _GRIPPER_TIMEOUT_S
+        last, still_since = self.width(), time.monotonic()
+        while time.monotonic() < deadline:
+            time.sleep(_POLL_PERIOD)
+            now = self.width()
+            if not np.isfinite(now) or abs(now - last) > 0.0005:
+                last, still_since = now, time.monotonic()
+            elif time.monotonic() - still_since > _GRIPPER_SETTLE_S:
+                break
+        else:
+            return False, last, f"{command}: the width reported on /joint_states did not settle"
+        if command == "open":
+            if last >= width - _OPEN_TOLERANCE_M:
+                return True, last, ""
+            return False, last, f"open did not reach the expected width (now {last:.4f} m)"
+        if last < _EMPTY_GRASP_M:
+            return False, last, f"the fingers closed on nothing (width {last:.4f} m)"
+        return True, last, ""

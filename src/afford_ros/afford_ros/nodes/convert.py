@@ -17,6 +17,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+from afford_core.robots import DEFAULT_ROBOT, RobotDescription
 from afford_ros import contract
 
 #: Encoding -> (numpy dtype, channels).
@@ -134,12 +135,17 @@ def matrix_from_pose(pose: Pose) -> np.ndarray:
     return m
 
 
-def trajectory_msg(times: np.ndarray, qs: np.ndarray, stamp: Time | None = None) -> JointTrajectory:
-    """Timed joint waypoints (``times`` (T,) s from the start, ``qs`` (T, 7)) as a JointTrajectory
-    of the FR3's arm joints in the base frame."""
+def trajectory_msg(
+    times: np.ndarray,
+    qs: np.ndarray,
+    stamp: Time | None = None,
+    robot: RobotDescription | str = DEFAULT_ROBOT,
+) -> JointTrajectory:
+    """Timed joint waypoints (``times`` (T,) s from the start, ``qs`` (T, n)) as a JointTrajectory
+    of the robot's arm joints (the FR3's by default) in its base frame."""
     msg = JointTrajectory()
-    msg.header = Header(stamp=stamp or Time(), frame_id=contract.BASE_FRAME)
-    msg.joint_names = list(contract.ARM_JOINTS)
+    msg.header = Header(stamp=stamp or Time(), frame_id=contract.base_frame(robot))
+    msg.joint_names = list(contract.arm_joints(robot))
     for t, q in zip(times, qs, strict=True):
         sec = int(t)
         msg.points.append(

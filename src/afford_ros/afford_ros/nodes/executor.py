@@ -10,21 +10,26 @@ named by ``robot`` (its description: joints, limits, gripper). It
   refused one never reaches the robot and is reported on ``/afford/robot_error`` as ``limit``;
   a cancel halts the motion; feedback is the fraction of the duration done;
 - takes a stream of joint targets on ``/executor/joint_targets`` (chunks of a policy's actions
-  at its control rate; point times from the header stamp, or from arrival without one): the
+  at its control rate; point times count from the header stamp, which a chunk must carry): the
   part of a chunk already in the past is dropped (a chunk delayed on a busy machine), the rest
-  passes the same limit checks, against the stream's own setpoint now (the arm lags its
-  setpoint; a jump is measured from where it is being sent) or the measured joints when idle,
-  and replaces the chunk running; a refused chunk halts the arm; once the last target is
-  reached the arm holds it, and when no chunk has come for ``stream_timeout_s`` past the last
-  target the stream is reported ended;
+  passes the same limit checks, measured from where the running chunk is sending the arm now
+  (the arm lags that setpoint; a jump is measured from it) or from the measured joints when no
+  chunk runs, and replaces the chunk running; a refused chunk halts the arm; once the last
+  target is reached the arm holds it, and when no chunk has come for ``stream_timeout_s`` past
+  the last target the stream is reported ended (``stopped``), as is a driver fault (its kind);
 - halts any motion or stream at once on ``/afford/stop`` and aborts the running goal;
 - serves ``/executor/gripper`` (checked width and force) and ``/executor/recover``;
 - after a reflex, refuses every motion (arm, stream and gripper) until ``/executor/recover`` is
-  called: recovery is an explicit operator action, never automatic.
+  called: recovery is an explicit operator action, never automatic; after a stop that lands
+  while joint targets are streaming (or came in the last 5 s), refuses joint targets (not
+  trajectories, each a new request) until that call too.
 
 Threads. A multi-threaded executor serves the stop subscription, the state timer, the services,
-the stream and the action in separate callback groups, so a stop is handled while a trajectory
-runs.
+the stream, its watchdog and the action in separate callback groups, so a stop is handled while
+a trajectory runs. Starts and stops are ordered: every stop bumps a counter under the state
+lock, and a motion (trajectory or chunk) starts only under the start lock, and only if no stop
+came since it was admitted; the stop commands the driver under that same lock. So a stop either
+finds the motion started and halts it, or the motion never starts.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ from afford_interfaces.srv import Gripper
 from afford_planner.robot_model import RobotModel
 from afford_planner.safety import SafetyChecker, SafetyConfig
 from afford_ros import contract
-from afford_ros.drivers import DRIVERS, Driver
+from afford_ros.drivers import DRIVERS, Driver, MotionState
 from afford_ros.nodes.spin import run_node
 from afford_ros.params import declare_config, read_config
 from afford_ros.qos import qos_profile
@@ -65,8 +70,9 @@ def _qos(topic: str) -> QoSProfile:
 
 
 def _setpoint(stream: tuple[np.ndarray, np.ndarray], now: float) -> np.ndarray:
-    """Where a stream's chunk sends the arm at monotonic time ``now`` (linear between targets;
-    its first target before it, its last after)."""
+    """Where a stream's chunk sends the arm at monotonic time ``now``: linear between its points,
+    the first of which is the reference it was checked from, at the time it was accepted; its
+    last target after the end."""
     at, qs = stream
     return np.array([np.interp(now, at, qs[:, j]) for j in range(qs.shape[1])])
 
@@ -98,6 +104,11 @@ def trajectory_arrays(
 
 _STREAM_LEAD = 0.02
 """Seconds ahead a streamed target must be to be taken (a control period at 50 Hz)."""
+_POLL_PERIOD = 0.01  # s between looks at a running trajectory (stop, cancel, progress)
+_STOP_FIRST = "a stop came after it was checked"
+_STALLED = "this process stalled between its checks and its start"
+#: A stop disarms streaming when a stream runs or a chunk came this recently (s).
+_STREAM_RECENT_S = 5.0
 #: Parameters the node hands its driver (each driver reads the ones it needs).
 _DRIVER_PARAMS = ("robot_ip", "dynamics_factor", "enforce_realtime", "joint_command_topic", "state_timeout_s")
 
@@ -126,7 +137,7 @@ class ExecutorNode(Node):
         )
         self.declare_parameter(
             "joint_command_topic",
-            "/isaac_joint_commands",
+            "/isaac/joint_command",
             d(description="Topic the joint_command_topic backend publishes JointState commands on."),
         )
         self.declare_parameter(
@@ -167,6 +178,11 @@ class ExecutorNode(Node):
         self.robot = get_robot(str(p("robot").value))
         backend = str(p("backend").value) or self.robot.drive
         if backend not in DRIVERS:
+            if backend == self.robot.drive:
+                raise ValueError(
+                    f"the {self.robot.name} is driven {backend!r}: it runs in the batch world only "
+                    f"(afford run --robot {self.robot.name}); no executor driver exists for it yet"
+                )
             raise ValueError(f"backend must be one of {DRIVERS.names()}, got {backend!r}")
         state_timeout = float(p("state_timeout_s").value)
         if not 0.0 <= state_timeout <= 30.0:
@@ -180,19 +196,28 @@ class ExecutorNode(Node):
         self.safety = SafetyChecker(read_config(self, SafetyConfig, "safety"), RobotModel(self.robot))
         self.backend = backend
         self._arm_joints = contract.arm_joints(self.robot)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the state below
+        self._start_lock = threading.Lock()  # a driver start, or a stop's command (class docstring)
         self._busy = False
         self._needs_recovery = False
-        self._stop_requested = threading.Event()
+        self._stops = 0  # how many stops have come (a motion admitted before one must not start)
         self._comm_fault = False
         self._recovery_generation = 0
         # The accepted chunk: its targets at monotonic times; None when no stream runs.
         self._stream: tuple[np.ndarray, np.ndarray] | None = None
+        # Why chunks are refused until the sender pauses (a stream halted by a stop, a refusal
+        # or a fault must not restart on the policy's next chunk); "" when they are taken.
+        self._stream_block = ""
+        self._stream_disarmed = False  # set by a stop, cleared by /executor/recover
+        self._block_said = False
+        self._last_chunk = 0.0  # the newest chunk's stamp (s, the sender's clock)
+        self._last_arrival = -np.inf  # monotonic arrival of the newest chunk
 
         state_group = MutuallyExclusiveCallbackGroup()
         stop_group = MutuallyExclusiveCallbackGroup()
         service_group = MutuallyExclusiveCallbackGroup()
         stream_group = MutuallyExclusiveCallbackGroup()
+        watch_group = MutuallyExclusiveCallbackGroup()  # not behind a chunk waiting for state
         # Reentrant: the action's cancel callback must run while its execute callback is busy.
         action_group = ReentrantCallbackGroup()
 
@@ -214,7 +239,7 @@ class ExecutorNode(Node):
             _qos("/executor/joint_targets"),
             callback_group=stream_group,
         )
-        self.create_timer(0.05, self._watch_stream, callback_group=stream_group)
+        self.create_timer(0.05, self._watch_stream, callback_group=watch_group)
         self.create_service(Gripper, "/executor/gripper", self._on_gripper, callback_group=service_group)
         self.create_service(Trigger, "/executor/recover", self._on_recover, callback_group=service_group)
         self._action = ActionServer(
@@ -273,92 +298,217 @@ class ExecutorNode(Node):
     # ------------------------------------------------------------------ stop
     def _on_stop(self, _msg: Empty) -> None:
         t0 = time.monotonic()
-        self._stop_requested.set()
         with self._lock:
+            self._stops += 1
             streaming = self._stream is not None
             self._stream = None
+            busy = self._busy or streaming
+            # Also when no chunk runs at this instant but one came lately: a sender whose chunks
+            # are delayed (or between chunks) must not start the arm again after an operator's
+            # stop. A pause proves nothing here (a stalled sender pauses too): the operator re-arms.
+            if streaming or t0 - self._last_arrival < _STREAM_RECENT_S:
+                self._stream_disarmed, self._block_said = True, False
         try:
-            self.driver.stop()
+            with self._start_lock:  # after any start in progress, so it halts that motion too
+                self.driver.stop()
         except Exception as exc:  # noqa: BLE001 - the stop must not die on a second fault
             self._report("communication", f"stop failed: {exc}")
-        with self._lock:
-            busy = self._busy or streaming
         took = (time.monotonic() - t0) * 1000.0
         # The monotonic stamp lets a benchmark on the same machine time the stop's delivery.
         self.get_logger().info(
             f"stop {'sent' if busy else 'received while idle'} ({took:.1f} ms to command it, "
             f"received at monotonic {t0:.4f})"
         )
+        if streaming:
+            self._report("stopped", "joint-target stream halted by the stop topic")
+
+    def _start(
+        self, stops: int, times: np.ndarray, qs: np.ndarray, vels: np.ndarray | None = None,
+        chunk_from: tuple[float, np.ndarray] | None = None,
+    ) -> str:
+        """Start a checked motion unless a stop came after it was admitted (``stops`` then), a
+        reflex latched, or (a chunk) a trajectory took the arm; "" when it started, else why not.
+        A chunk (``chunk_from``: its acceptance time and the reference it was checked from)
+        becomes the running stream in the same step, before the driver starts it, so no
+        trajectory is admitted alongside."""
+        with self._start_lock:
+            with self._lock:
+                if self._stops != stops:
+                    return _STOP_FIRST
+                if self._needs_recovery:
+                    return "reflex not recovered; call /executor/recover"
+                if chunk_from is not None:
+                    if self._busy:
+                        return "a trajectory is running"
+                    now, q_ref = chunk_from
+                    late = time.monotonic() - now
+                    if late > _STREAM_LEAD:
+                        # Stalled between the checks and here: its first target is now due
+                        # sooner than the checks assumed. The running chunk goes on meanwhile.
+                        return _STALLED
+                    reserved = (np.r_[now, now + times], np.vstack([q_ref, qs]))
+                    self._stream = reserved
+            try:
+                sent_t, sent_q = self.driver.start(times, qs, vels)
+            except Exception:
+                if chunk_from is not None:
+                    with self._lock:
+                        if self._stream is reserved:
+                            self._stream = None
+                raise
+            if chunk_from is not None:
+                with self._lock:
+                    if self._stream is reserved:  # not stopped meanwhile: the times the robot follows
+                        self._stream = (np.r_[now, now + sent_t], np.vstack([q_ref, sent_q]))
+        return ""
 
     # ------------------------------------------------------------------ streamed joint targets
     def _on_targets(self, msg: JointTrajectory) -> None:
         """One chunk of joint targets (module docstring): checked, then it replaces the running one."""
+        stamp = msg.header.stamp
+        sent = stamp.sec + 1e-9 * stamp.nanosec
         with self._lock:
+            self._last_arrival = time.monotonic()
+            # A pause is a gap in the sender's own stamps: chunks that queued up here while this
+            # node was busy are no pause.
+            if self._stream_block and sent - self._last_chunk > self._stream_timeout:
+                self._stream_block = ""
+            self._last_chunk = max(self._last_chunk, sent)
+            blocked = (
+                "the stop topic halted streaming; call /executor/recover to stream again"
+                if self._stream_disarmed
+                else f"{self._stream_block}; send none for {self._stream_timeout:.2f} s, then start "
+                "a new stream" if self._stream_block
+                else ""
+            )
+            say = not self._block_said
+            if blocked:
+                self._block_said = True
             refused = (
                 "a trajectory is running" if self._busy
                 else "reflex not recovered; call /executor/recover" if self._needs_recovery
                 else ""
             )
             running = self._stream
+            stops = self._stops
+        if blocked:
+            if say:  # once per halted stream, not once per chunk
+                self._report("limit", f"joint targets refused: {blocked}")
+            return
         if refused:
             self._report("limit", f"joint targets refused: {refused}")
             return
-        now = time.monotonic()
         try:
             times, qs, _ = trajectory_arrays(msg, self._arm_joints)
             if len(times) == 0:
                 raise ValueError("the chunk has no points")
-            stamp = msg.header.stamp
-            if stamp.sec or stamp.nanosec:
-                age = (self.get_clock().now() - Time.from_msg(stamp)).nanoseconds * 1e-9
-                if age < -0.5:
-                    raise ValueError(f"the chunk is stamped {-age:.2f} s in the future (clocks differ?)")
-                times = times - age
+            if not (stamp.sec or stamp.nanosec):
+                # Unstamped, a chunk that sat in a queue would be taken as fresh.
+                raise ValueError("the chunk has no header.stamp (stamp it: its point times count from it)")
+            # The chunk's age, its acceptance time and the setpoint all refer to this instant
+            # (a stall of this process between them would shift the targets against the setpoint).
+            now, ros_now = time.monotonic(), self.get_clock().now()
+            age = (ros_now - Time.from_msg(stamp)).nanoseconds * 1e-9
+            if age < -0.5:
+                raise ValueError(f"the chunk is stamped {-age:.2f} s in the future (clocks differ?)")
+            times = times - age
             # A target due sooner than the lead cannot be reached smoothly (and would read as a
             # jump from the setpoint): only the ones after it are taken.
             keep = times > _STREAM_LEAD
             if not keep.any():
-                self.get_logger().warning(
-                    f"joint targets dropped: the chunk's last target was due {-times[-1]:.3f} s ago"
-                )
+                late = f"was due {-times[-1]:.3f} s ago" if times[-1] <= 0 else (
+                    f"is due in {times[-1] * 1000:.0f} ms, under the {_STREAM_LEAD * 1000:.0f} ms lead")
+                self.get_logger().warning(f"joint targets dropped: the chunk's last target {late}")
                 return
             times, qs = times[keep], qs[keep]
-            # The jump is measured from where the arm is being sent now (the stream's setpoint),
-            # or from where it is when no stream runs.
-            q_ref = _setpoint(running, now) if running is not None else self.driver.current_q()
-        except Exception as exc:  # noqa: BLE001 - a malformed chunk or no state: refuse, never guess
+        except ValueError as exc:  # a malformed chunk: refuse, never guess
             self._halt_stream(f"joint targets refused: {exc}")
             return
-        verdict = self.safety.check_trajectory(times, qs, q_ref)
-        if not verdict.ok:
-            self._halt_stream(f"joint targets refused ({verdict.check}): {verdict.message}")
-            return
-        self._stop_requested.clear()
         try:
-            self.driver.stream(times, qs)
+            # The jump is measured from where the arm is being sent now (the stream's setpoint),
+            # or from where it is when no stream runs (and see below).
+            q_ref = _setpoint(running, now) if running is not None else self.driver.current_q()
+        except Exception as exc:  # noqa: BLE001 - no state to check against: refuse, never guess
+            self._halt_stream(f"joint targets refused: {exc}", kind="communication")
+            return
+        verdict = self.safety.check_trajectory(times, qs, q_ref)
+        if not verdict.ok and running is not None and verdict.check in ("start", "velocity"):
+            # A policy acting on what it observes starts a chunk near the measured arm, which
+            # trails the setpoint (on a loaded machine by more than the allowed jump): a chunk
+            # that starts smoothly from either is taken, measured from the one it starts from.
+            try:
+                q_now = self.driver.current_q()
+            except Exception:  # noqa: BLE001 - no measurement: the setpoint's verdict stands
+                q_now = None
+            if q_now is not None and (second := self.safety.check_trajectory(times, qs, q_now)).ok:
+                verdict, q_ref = second, q_now
+        if not verdict.ok:
+            with self._lock:
+                superseded = self._stops != stops
+            if superseded:  # checked against a stream a stop has since halted: moot, and never run
+                self.get_logger().info(f"joint targets dropped: {_STOP_FIRST}")
+                return
+            against = "the running chunk's setpoint" if running is not None else "the measured joints"
+            self._halt_stream(
+                f"joint targets refused ({verdict.check}, against {against}, chunk {age:.2f} s old): "
+                f"{verdict.message}"
+            )
+            return
+        try:
+            not_started = self._start(stops, times, qs, chunk_from=(now, q_ref))
         except Exception as exc:  # noqa: BLE001 - the driver could not start it: halt, report
             self._halt_stream(f"joint targets not started: {exc}", kind="communication")
             return
-        with self._lock:
-            self._stream = (now + times, qs)
+        if not_started in (_STOP_FIRST, _STALLED):  # the stop's report covers it; the next chunk comes
+            self.get_logger().info(f"joint targets dropped: {not_started}")
+        elif not_started:
+            self._report("limit", f"joint targets refused: {not_started}")
+
+    def _block_stream(self, why: str) -> None:
+        """Refuse chunks until the sender pauses for stream_timeout_s: until a chunk comes
+        stamped that long after the one before it (call with the lock held)."""
+        self._stream_block, self._block_said = why, False
 
     def _halt_stream(self, message: str, kind: str = "limit") -> None:
         with self._lock:
             streaming = self._stream is not None
             self._stream = None
+            self._block_stream(f"the stream was halted ({kind}: see the error before this one)")
         if streaming:
             try:
-                self.driver.stop()  # a stream that went wrong does not run on to its end
+                with self._start_lock:
+                    self.driver.stop()  # a stream that went wrong does not run on to its end
             except Exception as exc:  # noqa: BLE001
                 message += f"; the stop failed too: {exc}"
         self._report(kind, message)
 
     def _watch_stream(self) -> None:
+        """End a stream that failed in the driver, or that no chunk has fed for stream_timeout_s."""
         with self._lock:
-            ended = self._stream is not None and time.monotonic() > self._stream[0][-1] + self._stream_timeout
-            if ended:
-                self._stream = None
-        if ended:
+            stream = self._stream
+        if stream is None:
+            return
+        due = time.monotonic() > stream[0][-1]
+        state = self.driver.status() if due or self.driver.status_while_streaming else MotionState(True)
+        failed = not state.running and state.error_kind not in ("", "stopped")
+        timed_out = time.monotonic() > stream[0][-1] + self._stream_timeout
+        if not (failed or timed_out):
+            return
+        with self._lock:
+            if self._stream is not stream:  # replaced or stopped meanwhile
+                return
+            self._stream = None
+            if failed:
+                self._block_stream(f"the stream ended in a fault ({state.error_kind})")
+            if failed and state.error_kind == "reflex":
+                self._needs_recovery = True
+        if failed:
+            if state.error_kind != "reflex":
+                with self._start_lock:
+                    self.driver.stop()
+            self._report(state.error_kind, f"joint-target stream ended: {state.message}",
+                         needs_recovery=state.error_kind == "reflex")
+        else:
             idle = f"{self._stream_timeout:.2f} s"
             self._report("stopped", f"no joint targets for {idle}: the arm holds the last one")
 
@@ -384,14 +534,14 @@ class ExecutorNode(Node):
             if self._stream is not None:
                 return self._finish(goal_handle, False, "joint targets are streaming", "limit")
             self._busy = True
+            stops = self._stops
         try:
-            return self._run(goal_handle)
+            return self._run(goal_handle, stops)
         finally:
             with self._lock:
                 self._busy = False
 
-    def _run(self, goal_handle: Any) -> Any:
-        self._stop_requested.clear()
+    def _run(self, goal_handle: Any, stops: int) -> Any:
         try:
             times, qs, vels = trajectory_arrays(goal_handle.request.trajectory, self._arm_joints)
         except ValueError as exc:
@@ -410,29 +560,53 @@ class ExecutorNode(Node):
 
         feedback = FollowTrajectory.Feedback()
 
-        def progress(value: float) -> None:
-            feedback.progress = float(value)
+        def stop_requested() -> bool:
+            with self._lock:
+                stopped = self._stops != stops
+            return bool(stopped or goal_handle.is_cancel_requested)
+
+        try:
+            not_started = self._start(stops, times, qs, vels)
+        except Exception as exc:  # noqa: BLE001 - the robot refused to start: reported, never raised
+            self._report("communication", f"could not start the motion: {exc}")
+            return self._finish(goal_handle, False, f"could not start the motion: {exc}", "communication")
+        if not_started and "reflex" in not_started:
+            return self._finish(goal_handle, False, f"refused: {not_started}", "reflex")
+        started = not not_started
+        stopping = not started
+        state = MotionState(False)
+        last = 0.0
+        while started:
+            if not stopping and stop_requested():
+                stopping = True
+                with self._start_lock:
+                    self.driver.stop()
+            state = self.driver.status()
+            if not state.running:
+                break
+            if time.monotonic() - last > 0.05:
+                feedback.progress = float(state.progress)
+                goal_handle.publish_feedback(feedback)
+                last = time.monotonic()
+            time.sleep(_POLL_PERIOD)
+        if started and not state.error_kind and not (stopping or stop_requested()):
+            feedback.progress = 1.0
             goal_handle.publish_feedback(feedback)
-
-        def should_stop() -> bool:
-            return bool(goal_handle.is_cancel_requested or self._stop_requested.is_set())
-
-        kind, message = self.driver.follow(times, qs, vels, should_stop, progress)
-        if not kind:
-            progress(1.0)
             return self._finish(goal_handle, True, "", "")
         canceled = goal_handle.is_cancel_requested
-        if kind == "stopped":
+        if not started or state.error_kind in ("", "stopped"):
+            # Halted (or never started) by a stop or cancel; one that came as the motion ended
+            # is reported as a stop all the same.
             why = "cancel" if canceled else "stop topic"
             self._report("stopped", f"motion halted by the {why}")
             return self._finish(goal_handle, False, f"halted by the {why}", "stopped", canceled=canceled)
-        if kind == "reflex":
+        if state.error_kind == "reflex":
             with self._lock:
                 self._needs_recovery = True
-            self._report("reflex", message, needs_recovery=True)
+            self._report("reflex", state.message, needs_recovery=True)
         else:
-            self._report(kind, message)
-        return self._finish(goal_handle, False, message, kind)
+            self._report(state.error_kind, state.message)
+        return self._finish(goal_handle, False, state.message, state.error_kind)
 
     # ------------------------------------------------------------------ services
     def _on_gripper(self, request: Gripper.Request, response: Gripper.Response) -> Gripper.Response:
@@ -470,6 +644,7 @@ class ExecutorNode(Node):
             self._recovery_generation += 1
             if ok:
                 self._needs_recovery = False
+                self._stream_disarmed = False
         self.get_logger().info(f"recover: {message}")
         response.success, response.message = ok, message
         return response

@@ -28,6 +28,7 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from afford_core.grasp import GraspCandidate
+from afford_core.robots import DEFAULT_ROBOT, get_robot
 from afford_core.types import Intent, NextAction, ObjectCloud
 from afford_interfaces.action import ExecuteSkill
 from afford_interfaces.msg import CandidateSet
@@ -121,6 +122,12 @@ class PlannerNode(Node):
         super().__init__("planner")
         d = ParameterDescriptor
         self.declare_parameter(
+            "robot",
+            DEFAULT_ROBOT,
+            d(description="The arm planned for (afford robots): its kinematics, gripper and joints; "
+              "the executor's robot."),
+        )
+        self.declare_parameter(
             "plan_top_k", 6, d(description="Eligible candidates the motion planner tries.")
         )
         # The ranking rule: SelectionConfig's fields as selection.* (the level is the node's: L3
@@ -153,7 +160,10 @@ class PlannerNode(Node):
         self.selection = read_config(self, SelectionConfig, "selection", exclude=_NODE_SETS)
         self.top_k = int(self.get_parameter("plan_top_k").value)
         group = ReentrantCallbackGroup()
-        self.robot = GraphRobot(self, max_state_age=float(self.get_parameter("max_state_age_s").value))
+        self.description = get_robot(str(self.get_parameter("robot").value))
+        self.robot = GraphRobot(
+            self, max_state_age=float(self.get_parameter("max_state_age_s").value), robot=self.description
+        )
         self.plans: dict[str, StoredPlan] = {}
         self._plans_lock = threading.Lock()
         latched = qos_profile("latched")
@@ -235,6 +245,7 @@ class PlannerNode(Node):
             seed=int(req.seed),
             table=self.table,
             arm_q=self.robot.arm_q,
+            robot=self.description,
         )
         ep.observe(
             ObjectCloud(pts, intent.target, object_center=None), parts, obstacles, dest_region, dest_support
@@ -244,7 +255,7 @@ class PlannerNode(Node):
         cands = ep.propose()
         choice = ep.choose(None, self.selection, self.top_k)
         digest = candidate_set_hash(cands, {"task": intent.text, "seed": int(req.seed)})
-        header = Header(stamp=self.get_clock().now().to_msg(), frame_id=contract.BASE_FRAME)
+        header = Header(stamp=self.get_clock().now().to_msg(), frame_id=contract.base_frame(self.description))
         eligible = {c.index for c in cands if c.terms.get("eligible", 0) > 0}
         candidate_set = CandidateSet(
             header=header,
@@ -277,7 +288,9 @@ class PlannerNode(Node):
         times, qs = stored.episode.planner.time_parameterize(
             free.waypoints, stored.episode.skill_config.vel_scale
         )
-        res.trajectory = trajectory_msg(np.asarray(times), np.asarray(qs), grasp.header.stamp)
+        res.trajectory = trajectory_msg(
+            np.asarray(times), np.asarray(qs), grasp.header.stamp, self.description
+        )
         plan_id = uuid.uuid4().hex[:12]
         with self._plans_lock:
             self.plans[plan_id] = stored

@@ -34,6 +34,7 @@ from rclpy.task import Future
 from sensor_msgs.msg import CameraInfo, JointState
 from trajectory_msgs.msg import JointTrajectory
 
+from afford_core.robots import DEFAULT_ROBOT, RobotDescription, get_robot
 from afford_interfaces.action import FollowTrajectory
 from afford_interfaces.srv import Gripper
 from afford_planner.skills import SkillError
@@ -86,8 +87,11 @@ class GraphRobot:
         timeout_margin: float = 10.0,
         settle_timeout: float = 2.0,
         frame_timeout: float = 2.0,
+        robot: RobotDescription | str = DEFAULT_ROBOT,
     ) -> None:
         self.node = node
+        self.description = get_robot(robot)
+        self._joints = contract.arm_joints(self.description)
         self.max_state_age = max_state_age
         self.timeout_margin = timeout_margin
         self.settle_timeout = settle_timeout
@@ -122,13 +126,13 @@ class GraphRobot:
 
     def _on_joints(self, msg: JointState) -> None:
         index = {n: i for i, n in enumerate(msg.name)}
-        if not all(j in index for j in contract.ARM_JOINTS):
+        if not all(j in index for j in self._joints):
             return
         dq = None
         if len(msg.velocity) == len(msg.position):
-            dq = np.array([msg.velocity[index[j]] for j in contract.ARM_JOINTS])
+            dq = np.array([msg.velocity[index[j]] for j in self._joints])
         with self._lock:
-            self._q = np.array([msg.position[index[j]] for j in contract.ARM_JOINTS])
+            self._q = np.array([msg.position[index[j]] for j in self._joints])
             self._dq = dq
             self._q_time = time.monotonic()
 
@@ -166,7 +170,7 @@ class GraphRobot:
             lead = max(0.1, gap / JOIN_SPEED)
             times = np.concatenate([[0.0], times + lead])
             qs = np.vstack([q_now, qs])
-        msg = trajectory_msg(times, qs, self.node.get_clock().now().to_msg())
+        msg = trajectory_msg(times, qs, self.node.get_clock().now().to_msg(), self.description)
         self.pub_trajectory.publish(msg)
         if not self._follow.wait_for_server(timeout_sec=5.0):
             raise SkillError("the executor's follow_trajectory action is not available")
@@ -276,10 +280,10 @@ class GraphRobot:
             raise SkillError(f"gripper {command}: {res.message}")
 
     def open_gripper(self) -> None:
-        self._grip("open", 0.08, 0.0)
+        self._grip("open", self.description.gripper.max_width, 0.0)
 
     def close_gripper(self) -> None:
-        self._grip("grasp", 0.0, 60.0)
+        self._grip("grasp", 0.0, self.description.gripper.grasp_force)
 
     def wait(self, seconds: float) -> None:
         time.sleep(seconds)
