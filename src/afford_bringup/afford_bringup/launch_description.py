@@ -16,7 +16,7 @@ from afford_bringup.graph import config_path, get_graph, launch_argument_default
 def generate(graph_name: str) -> Any:
     """The graph ``graph_name`` as a ``LaunchDescription``, node by node from the graph
     description. Needs the ROS 2 ``launch`` packages (a full ROS 2 install)."""
-    from launch import LaunchDescription
+    from launch import LaunchDescription  # type: ignore[attr-defined]  # mypy sees the launch/ folders
     from launch.actions import DeclareLaunchArgument, Shutdown
     from launch.substitutions import LaunchConfiguration
     from launch_ros.actions import Node

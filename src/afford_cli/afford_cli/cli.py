@@ -29,6 +29,7 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 
 def _setup_env() -> None:
@@ -99,7 +100,7 @@ def _cmd_robots(args: argparse.Namespace) -> int:
     from afford_core.robots import DEFAULT_ROBOT, ROBOTS
     from afford_sim.tasks import task_ids
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, robot in ROBOTS.items():
         g = robot.gripper
         rows.append({
@@ -111,9 +112,10 @@ def _cmd_robots(args: argparse.Namespace) -> int:
         print(json.dumps(rows))
         return 0
     for r in rows:
+        stroke_mm = r["stroke_m"] * 1000
         mark = " (default)" if r["default"] else ""
         print(f"{r['name']:<6} {r['title']}{mark}")
-        hand = f"{r['gripper']} ({r['stroke_m'] * 1000:.0f} mm, {r['max_force_n']:.0f} N)"
+        hand = f"{r['gripper']} ({stroke_mm:.0f} mm, {r['max_force_n']:.0f} N)"
         print(f"       {r['dof']} joints, {hand}, driven by {r['drive']}, validated on {r['tasks']} tasks")
     return 0
 

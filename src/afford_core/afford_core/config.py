@@ -113,7 +113,7 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
         if value not in args:
             raise ConfigError(f"{where}: {value!r} is not one of {', '.join(repr(a) for a in args)}")
         return value
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return value if isinstance(value, tp) else from_dict(tp, value, where)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:

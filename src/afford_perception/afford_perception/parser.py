@@ -831,7 +831,7 @@ class _Parser:
                             f"({_join(pulls)}), not its {_human(explicit)} ('{self.text}')")
         if explicit is not None:
             grasp = explicit
-        elif named in pulls:
+        elif named is not None and named in pulls:
             grasp = named
         elif named is not None:
             own = [p for p in pulls if p.startswith(f"{named}_")]

@@ -74,8 +74,9 @@ class Occluder:
         self.vertices = np.asarray(mesh.vertices) @ pose[:3, :3].T + pose[:3, 3]
         self._o3d = o3d
         self._scene = o3d.t.geometry.RaycastingScene()
-        self._scene.add_triangles(o3d.core.Tensor(self.vertices.astype(np.float32)),
-                                  o3d.core.Tensor(np.asarray(mesh.faces, dtype=np.uint32)))
+        faces = np.ascontiguousarray(mesh.faces, dtype=np.uint32)
+        self._scene.add_triangles(o3d.core.Tensor.from_numpy(self.vertices.astype(np.float32)),
+                                  o3d.core.Tensor.from_numpy(faces))
 
     def unoccluded(self, points: np.ndarray, camera_pos: np.ndarray, tolerance: float = 1e-3) -> np.ndarray:
         """Points on the surface whose ray from ``camera_pos`` hits nothing else first (within
@@ -83,7 +84,8 @@ class Occluder:
         rays_d = points - camera_pos
         dist = np.linalg.norm(rays_d, axis=1)
         rays = np.hstack([np.broadcast_to(camera_pos, points.shape), rays_d / dist[:, None]])
-        t_hit = self._scene.cast_rays(self._o3d.core.Tensor(rays.astype(np.float32)))["t_hit"].numpy()
+        hits = self._scene.cast_rays(self._o3d.core.Tensor.from_numpy(rays.astype(np.float32)))
+        t_hit = hits["t_hit"].numpy()
         return t_hit >= dist - tolerance
 
     def seen(self, points: np.ndarray, normals: np.ndarray, camera_pos: np.ndarray,

@@ -81,8 +81,9 @@ def _kettle_handle(p: KettleParams, profile: np.ndarray) -> np.ndarray:
         top, bottom = 0.8 * p.height, 0.3 * p.height
         x0 = max(interp_radius(profile, z) for z in np.linspace(bottom, top, 9))
         loop = superellipse(p.handle_reach + p.handle_radius, (top - bottom) / 2, p.handle_squareness)
-        path2d = np.vstack([[interp_radius(profile, top) - p.wall / 2, top], loop + [x0, (top + bottom) / 2],
-                            [interp_radius(profile, bottom) - p.wall / 2, bottom]])
+        path2d: np.ndarray = np.vstack([[interp_radius(profile, top) - p.wall / 2, top],
+                                        loop + [x0, (top + bottom) / 2],
+                                        [interp_radius(profile, bottom) - p.wall / 2, bottom]])
         return np.column_stack([-path2d[:, 0], np.zeros(len(path2d)), path2d[:, 1]])
     attach = 0.9 * p.height
     rise = p.height - attach + p.lid_height + p.handle_reach + p.handle_radius

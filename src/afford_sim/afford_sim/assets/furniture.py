@@ -114,7 +114,7 @@ def rack_hooks(asset: Asset) -> list[np.ndarray]:
     """Hook centrelines of a rack asset (see :meth:`RackParams.hook_paths`), for hanging tasks."""
     if asset.category != "rack":
         raise ValueError(f"rack_hooks needs a rack, got a {asset.category}")
-    return RackParams(**asset.params).hook_paths()
+    return RackParams(**asset.params).hook_paths()  # type: ignore[arg-type]  # counts stored as floats
 
 
 @dataclass

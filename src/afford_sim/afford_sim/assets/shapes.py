@@ -24,6 +24,9 @@ MIN_PIECE_VOLUME = 1e-9
 
 Z = np.array([0.0, 0.0, 1.0])
 
+# A lathe profile: (radius, z) pairs from the bottom up, as a list or a (k, 2) array.
+Profile = Sequence[tuple[float, float]] | np.ndarray
+
 
 def hull(points: ArrayLike) -> trimesh.Trimesh:
     """Convex hull of ``points`` (k, 3); raises on a degenerate (flat or tiny) result."""
@@ -56,7 +59,7 @@ def ring(radius: float, z: float, sections: int, phase: float = 0.0) -> np.ndarr
     return np.column_stack([radius * np.cos(a), radius * np.sin(a), np.full(sections, z)])
 
 
-def lathe_solid(profile: Sequence[tuple[float, float]], sections: int = 24) -> list[trimesh.Trimesh]:
+def lathe_solid(profile: Profile, sections: int = 24) -> list[trimesh.Trimesh]:
     """Solid of revolution about z as one frustum per profile step.
 
     Args:
@@ -71,7 +74,7 @@ def lathe_solid(profile: Sequence[tuple[float, float]], sections: int = 24) -> l
 
 
 def lathe_shell(
-    profile: Sequence[tuple[float, float]], thickness: float, sections: int = 20
+    profile: Profile, thickness: float, sections: int = 20
 ) -> list[list[trimesh.Trimesh]]:
     """Thin wall of revolution about z, as wedges: result[j][i] spans profile step j, sector i.
 
@@ -176,17 +179,18 @@ def superellipse(a: float, b: float, exponent: float, n: int = 17) -> np.ndarray
 def in_plane(points2d: ArrayLike, origin: ArrayLike, u: ArrayLike, v: ArrayLike) -> np.ndarray:
     """Map (k, 2) plane coordinates to 3-D: ``origin + x * u + y * v``."""
     p = np.asarray(points2d, dtype=float)
-    return np.asarray(origin, dtype=float) + np.outer(p[:, 0], u) + np.outer(p[:, 1], v)
+    u_, v_ = np.asarray(u, dtype=float), np.asarray(v, dtype=float)
+    return np.asarray(origin, dtype=float) + np.outer(p[:, 0], u_) + np.outer(p[:, 1], v_)
 
 
-def interp_radius(profile: Sequence[tuple[float, float]], z: float) -> float:
+def interp_radius(profile: Profile, z: float) -> float:
     """Radius of a lathe profile at height ``z`` (linear between profile points)."""
     prof = np.asarray(profile, dtype=float)
     return float(np.interp(z, prof[:, 1], prof[:, 0]))
 
 
 def open_vessel(
-    profile: Sequence[tuple[float, float]],
+    profile: Profile,
     wall: float,
     base: float,
     rim_band: float,
