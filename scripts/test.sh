@@ -6,4 +6,6 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 ./scripts/setup.sh
 source scripts/env.sh
+# Set-up installed every dependency: a test that skips for a missing one fails instead (conftest.py).
+export AFFORD_REQUIRE_ALL="${AFFORD_REQUIRE_ALL:-1}"
 exec "$ROOT/.venv/bin/python" -m pytest -q "$@"

@@ -182,3 +182,23 @@ def test_pick_and_place_on_the_ur5e_writes_its_settings_beside_the_video(tmp_pat
     settings = cfg.load(SpineConfig, video.with_suffix(".config.yaml"))
     assert settings == cfg.from_dict(SpineConfig, out["config"])
     assert (settings.robot, settings.seed, settings.video_path) == ("ur5e", 0, str(video))
+
+
+# One task of every skill; a pour once crashed --json only (a numpy.bool_ in the stages).
+ONE_PER_SKILL = ["pick-scoop-v1", "place-cube-bowl-v1", "hang-mug-v1", "pour-mug-v1", "open-drawer-v1"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", ONE_PER_SKILL)
+def test_every_output_mode_works_for_every_skill(task_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The report and the JSON object, for a task of each skill; the exit code says the outcome."""
+    code = main(["run", "--task", task_id, "--seed", "0"])
+    report = capsys.readouterr()
+    assert code in (0, 3), report.err
+    assert ("result: SUCCESS" in report.out) == (code == 0), report.out
+    code_json = main(["run", "--task", task_id, "--seed", "0", "--json"])
+    out = capsys.readouterr()
+    assert code_json == code, out.err  # the same seeded episode either way
+    record = json.loads(out.out)
+    assert record["task_id"] == task_id and record["success"] == (code == 0)
+    assert record["stages"] and all(type(v) is bool for v in record["stages"].values())

@@ -85,6 +85,40 @@ def test_joint_limit_margin_is_enforced(checker: SafetyChecker, model: RobotMode
     assert ok.check_trajectory(t, q, Q_HOME).ok
 
 
+def test_lower_joint_limit_margin_is_enforced(checker: SafetyChecker, model: RobotModel) -> None:
+    """The lower limits are checked as the upper ones are: joint 4 bent towards its lower stop,
+    inside the margin, is refused; the same move stopping short of the margin passes."""
+    goal = Q_HOME.copy()
+    goal[3] = model.lower[3] + 0.02
+    t, q = _ramp(Q_HOME, goal, 6.0)
+    result = checker.check_trajectory(t, q, Q_HOME)
+    assert result.check == "joint_limit" and "joint 4" in result.message
+    assert f"{checker.lower[3]:.4f}" in result.message
+    goal[3] = model.lower[3] + 0.08
+    t, q = _ramp(Q_HOME, goal, 6.0)
+    roomy = SafetyChecker(SafetyConfig(workspace_min=(-1, -1, -1), workspace_max=(1, 1, 1.5)), model)
+    assert roomy.check_trajectory(t, q, Q_HOME).ok
+
+
+def test_too_many_points_are_refused(model: RobotModel) -> None:
+    """A trajectory longer than ``max_points`` is refused whole, before any other check runs on it."""
+    checker = SafetyChecker(SafetyConfig(max_points=100), model)
+    t, q = _ramp(Q_HOME, Q_HOME + 0.1, 2.0, n=101)
+    result = checker.check_trajectory(t, q, Q_HOME)
+    assert result.check == "shape" and "101 points exceed the limit of 100" in result.message
+    t, q = _ramp(Q_HOME, Q_HOME + 0.1, 2.0, n=100)
+    assert checker.check_trajectory(t, q, Q_HOME).ok
+
+
+def test_velocities_of_the_wrong_shape_are_refused(checker: SafetyChecker) -> None:
+    """Velocities that do not match the positions point for point are refused, not broadcast."""
+    t, q = _ramp(Q_HOME, Q_HOME + 0.1, 2.0)
+    for v in (np.zeros((len(t), 6)), np.zeros((len(t) - 1, 7)), np.zeros(7)):
+        result = checker.check_trajectory(t, q, Q_HOME, velocities=v)
+        assert result.check == "shape" and "velocities have shape" in result.message
+    assert checker.check_trajectory(t, q, Q_HOME, velocities=np.zeros_like(q)).ok
+
+
 def test_velocity_from_timing_is_enforced(checker: SafetyChecker, model: RobotModel) -> None:
     """The same path is refused when timed too fast for the FR3's joint speed limits."""
     goal = Q_HOME + np.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
@@ -132,6 +166,40 @@ def test_workspace_box_between_sparse_samples(model: RobotModel) -> None:
     for q in (a, b):
         assert model.tcp_in_base(q).translation[0] < 0.28
     result = checker.check_trajectory(np.array([0.0, 2.0]), np.vstack([a, b]), a)
+    assert result.check == "workspace"
+
+
+def test_the_segment_from_the_measured_state_is_checked(model: RobotModel) -> None:
+    """A one-point trajectory moves the arm from where it is to that point: a swing out of the
+    box on that segment is refused though both of its ends are inside."""
+    x_home = float(model.tcp_in_base(Q_HOME).translation[0])
+    config = SafetyConfig(workspace_min=(0.0, -0.6, 0.0), workspace_max=(x_home - 0.003, 0.6, 0.9),
+                          max_start_deviation=0.5)
+    checker = SafetyChecker(config, model)
+    a, b = Q_HOME.copy(), Q_HOME.copy()
+    a[0], b[0] = -0.2, 0.2  # both ends at TCP x = x_home cos(0.2), 6 mm inside; x_home midway
+    for q in (a, b):
+        assert model.tcp_in_base(q).translation[0] < x_home - 0.003
+    result = checker.check_trajectory(np.array([2.0]), b[None], a)
+    assert result.check == "workspace" and "point 0" in result.message
+    # The same point reached from a state beside it passes: the refusal was the swing.
+    near = b.copy()
+    near[0] -= 0.02
+    assert checker.check_trajectory(np.array([2.0]), b[None], near).ok
+
+
+def test_an_arm_outside_the_box_may_move_back_in(model: RobotModel) -> None:
+    """The measured state is not commanded: an arm just outside the box (moved by hand, or a box
+    tightened at run time) is not refused for where it is, only for where it is sent."""
+    x_home = float(model.tcp_in_base(Q_HOME).translation[0])
+    config = SafetyConfig(workspace_min=(0.0, -0.6, 0.0), workspace_max=(x_home - 0.002, 0.6, 0.9),
+                          interpolation_step=0.2, max_start_deviation=0.3)
+    checker = SafetyChecker(config, model)
+    inside = Q_HOME.copy()
+    inside[0] += 0.15  # TCP x = x_home cos(0.15), 3.5 mm inside; one interpolation piece
+    assert model.tcp_in_base(inside).translation[0] < x_home - 0.002
+    assert checker.check_trajectory(np.array([2.0]), inside[None], Q_HOME).ok
+    result = checker.check_trajectory(np.array([2.0]), Q_HOME[None], inside)
     assert result.check == "workspace"
 
 
@@ -187,3 +255,41 @@ def test_gripper_limits_beyond_the_hand_are_refused(
     assert tight.check_gripper("open", 0.06, 0.0).check == "gripper"
     assert tight.check_gripper("grasp", 0.02, 31.0).check == "gripper"
     assert tight.check_gripper("grasp", 0.02, 29.0).ok
+
+
+def test_every_limit_is_inclusive(model: RobotModel) -> None:
+    """A value exactly at a limit passes and the checks refuse only beyond it: the boundary is
+    part of the contract (and the mutation run, bench/mutation.py, turns each ``>`` into ``>=``)."""
+    q0 = Q_HOME.copy()
+    home_tcp = model.tcp_in_base(q0).translation
+    # The workspace box touches the TCP's x from above and its z from below, exactly.
+    box = SafetyConfig(workspace_min=(-1.0, -1.0, float(home_tcp[2])),
+                       workspace_max=(float(home_tcp[0]), 1.0, 1.5))
+    assert SafetyChecker(box, model).check_trajectory(np.array([1.0]), q0[None], q0).ok
+
+    roomy = dict(workspace_min=(-1.0, -1.0, -1.0), workspace_max=(1.0, 1.0, 1.5))
+    # The first point exactly max_start_deviation from the measured state.
+    first = q0.copy()
+    first[2] += 0.05
+    gap = float(np.max(np.abs(first - q0)))
+    at_gap = SafetyChecker(SafetyConfig(max_start_deviation=gap, **roomy), model)  # type: ignore[arg-type]
+    assert at_gap.check_trajectory(np.array([1.0]), first[None], q0).ok
+
+    # Joints exactly at the lower and at the upper limit less the margin.
+    checker = SafetyChecker(SafetyConfig(**roomy), model)  # type: ignore[arg-type]
+    for bound in (checker.lower, checker.upper):
+        start = q0.copy()
+        start[6] = bound[6]
+        t = np.array([0.0, 1.0])
+        assert checker.check_trajectory(t, np.vstack([start, start]), start).ok
+
+    # A carried velocity exactly at the limit.
+    t, q = _ramp(q0, q0 + 0.01, 2.0)
+    v = np.zeros_like(q)
+    v[5, 0] = checker.velocity_limits[0]
+    assert checker.check_trajectory(t, q, q0, velocities=v).ok
+
+    # The gripper: fully closed, fully open, and the largest grasp force.
+    assert checker.check_gripper("grasp", 0.0, 10.0).ok
+    assert checker.check_gripper("open", checker.max_gripper_width, 0.0).ok
+    assert checker.check_gripper("grasp", 0.02, checker.max_grasp_force).ok

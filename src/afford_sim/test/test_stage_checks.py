@@ -1,0 +1,229 @@
+"""The stage checks every success rate rests on, shown failing as well as passing.
+
+A check that always said yes would turn every table in the README into 100%; each one here is
+put in a state where it must say no (and, where the state can be built by hand, one where it
+must say yes), and its answer must be a plain ``bool`` so records serialise as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from afford_sim.scene import sample_scene
+from afford_sim.tasks import Check, get_task
+from afford_sim.world import FINGERS, BatchWorld
+
+SEED = 0
+
+
+def _world(task_id: str):  # type: ignore[no-untyped-def]
+    task = get_task(task_id)
+    world = BatchWorld(sample_scene(task.scene(SEED), SEED))
+    task.begin(world)
+    return task, world
+
+
+def _check(task, stage: str, world: BatchWorld) -> Check:  # type: ignore[no-untyped-def]
+    result = task.check(stage, world)
+    assert result is not None, f"{task.task_id} does not judge {stage}"
+    assert type(result.ok) is bool  # not numpy.bool_: records are JSON
+    json.dumps({"ok": result.ok, "detail": result.detail})
+    return result
+
+
+def _lift_by(world: BatchWorld, name: str, dz: float) -> None:
+    pose = world.object_pose(name)
+    pose[2, 3] += dz
+    world.set_object_pose(name, pose)
+
+
+def _grip_in_hand(world: BatchWorld, name: str) -> None:
+    """Put the object between the open fingers at the TCP, aligned with the hand, and close."""
+    world.open_gripper()
+    tcp = world.tcp_pose()
+    pose = tcp.copy()
+    world.set_object_pose(name, pose)  # then shift it so its centre, not its frame, is at the TCP
+    offset = world.object_center(name) - world.object_pose(name)[:3, 3]
+    pose[:3, 3] = tcp[:3, 3] - offset
+    world.set_object_pose(name, pose)
+    world.close_gripper()
+
+
+def _touch_one_finger(world: BatchWorld, name: str) -> None:
+    """The object against one finger pad only, the gripper open: slid along the closing axis
+    (the TCP's y) from the middle of the hand until exactly one finger touches it."""
+    world.open_gripper()  # first: opening steps the physics, and a teleported object would fall
+    tcp = world.tcp_pose()
+    pose = tcp.copy()
+    world.set_object_pose(name, pose)
+    pose[:3, 3] = tcp[:3, 3] - (world.object_center(name) - world.object_pose(name)[:3, 3])
+    for d in np.linspace(0.0, 0.08, 161):
+        moved = pose.copy()
+        moved[:3, 3] += tcp[:3, 1] * d
+        world.set_object_pose(name, moved)
+        if world.in_contact(FINGERS[0], name) != world.in_contact(FINGERS[1], name):
+            return
+    raise AssertionError(f"no pose found where one finger alone touches the {name}")
+
+
+@pytest.fixture(scope="module")
+def cube():  # type: ignore[no-untyped-def]
+    task, world = _world("pick-cube-v1")
+    yield task, world
+    world.close()
+
+
+def test_approach_fails_when_the_target_was_pushed(cube) -> None:  # type: ignore[no-untyped-def]
+    task, world = cube
+    start = world.save_state()
+    try:
+        assert _check(task, "approach", world).ok
+        pose = world.object_pose("cube")
+        pose[0, 3] += 0.02
+        world.set_object_pose("cube", pose)
+        result = _check(task, "approach", world)
+        assert not result.ok and "2.0 cm" in result.detail
+    finally:
+        world.restore_state(start)
+
+
+def test_grasp_and_lift_fail_with_an_empty_hand_and_pass_with_the_object_held(cube) -> None:  # type: ignore[no-untyped-def]
+    task, world = cube
+    start = world.save_state()
+    try:
+        world.open_gripper()  # open, far from the cube: no finger on it
+        assert not _check(task, "grasp", world).ok
+        world.close_gripper()  # closed on nothing
+        assert not _check(task, "grasp", world).ok
+        _lift_by(world, "cube", 0.10)  # raised but not held: lift needs both
+        assert not _check(task, "lift", world).ok
+        world.open_gripper()  # nor does an open hand beside it hold it
+        assert not _check(task, "lift", world).ok
+        _touch_one_finger(world, "cube")  # one pad on it: not grasped...
+        result = _check(task, "grasp", world)
+        assert not result.ok, result.detail
+        # ...but once lifted, one pad suffices for "held" (a hanging object can rest on one pad
+        # for a moment while the other loses contact): the lift check passes.
+        result = _check(task, "lift", world)
+        assert result.ok, result.detail
+        world.restore_state(start)
+        _grip_in_hand(world, "cube")
+        grasp = _check(task, "grasp", world)
+        assert grasp.ok, grasp.detail
+        lift = _check(task, "lift", world)
+        assert lift.ok, lift.detail
+    finally:
+        world.restore_state(start)
+
+
+def test_lift_fails_when_the_held_object_did_not_rise() -> None:
+    task, world = _world("pick-cube-v1")
+    try:
+        _grip_in_hand(world, "cube")
+        assert _check(task, "lift", world).ok
+        task.start_z = float(world.object_pose("cube")[2, 3]) - 0.03  # as if it started 3 cm lower
+        result = _check(task, "lift", world)
+        assert not result.ok and "3.0 cm" in result.detail
+    finally:
+        world.close()
+
+
+def test_place_fails_beside_the_receiver_and_passes_on_it() -> None:
+    task, world = _world("place-cube-plate-v1")
+    try:
+        # Where the sampler put it: on the table beside the plate.
+        result = _check(task, "place", world)
+        assert not result.ok and "on the table: True" in result.detail
+        # On the plate's centre, settled.
+        plate = world.object_center("plate")
+        pose = world.object_pose("cube")
+        offset = world.object_center("cube") - pose[:3, 3]
+        pose[:3, 3] = [plate[0], plate[1], plate[2] + 0.06] - offset
+        world.set_object_pose("cube", pose)
+        world.advance(1.0)
+        result = _check(task, "place", world)
+        assert result.ok, result.detail
+        # Still in the fingers over the plate, or against one of them: not placed.
+        _grip_in_hand(world, "cube")
+        assert not _check(task, "place", world).ok
+        _touch_one_finger(world, "cube")
+        result = _check(task, "place", world)
+        assert not result.ok and "still touching the fingers: True" in result.detail
+    finally:
+        world.close()
+
+
+def test_place_fails_resting_on_the_receiver_near_its_edge() -> None:
+    """On the tray's flat floor but outside 70% of its radius (set down 75% of the way out): the
+    object is in the receiver's footprint yet not placed; the check measures from its centre."""
+    task, world = _world("place-cube-tray-v1")
+    try:
+        verts = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == "tray"])
+        radius = 0.5 * float(np.min(verts[:, :2].max(0) - verts[:, :2].min(0)))
+        centre = world.object_center("tray")
+        pose = world.object_pose("cube")
+        offset = world.object_center("cube") - pose[:3, 3]
+        pose[:3, 3] = [centre[0] + 0.75 * radius, centre[1], centre[2] + 0.06] - offset
+        world.set_object_pose("cube", pose)
+        world.advance(1.0)
+        result = _check(task, "place", world)
+        assert not result.ok, result.detail
+        assert "touching the fingers: False, on the table: False" in result.detail
+    finally:
+        world.close()
+
+
+def test_hang_fails_with_the_mug_on_the_table_or_dropped_in_the_air() -> None:
+    task, world = _world("hang-mug-v1")
+    try:
+        result = _check(task, "hang", world)
+        assert not result.ok and "on table: True" in result.detail
+        _lift_by(world, "mug", 0.25)  # let go in the air, away from the hooks: it falls
+        result = _check(task, "hang", world)
+        assert not result.ok and "on rack: False" in result.detail
+    finally:
+        world.close()
+
+
+def test_pour_fails_upright_on_the_table_and_tilted_but_not_held() -> None:
+    task, world = _world("pour-paper-cup-v1")
+    try:
+        result = _check(task, "pour", world)
+        assert not result.ok and "tilt 0 deg" in result.detail
+        # Tilted 90 deg over the bowl's rim but nobody holds it.
+        bowl = world.object_center("bowl")
+        pose = world.object_pose("paper_cup")
+        c, s = 0.0, 1.0
+        pose[:3, :3] = np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]]) @ pose[:3, :3]
+        pose[:3, 3] = [bowl[0], bowl[1], bowl[2] + 0.15]
+        world.set_object_pose("paper_cup", pose)
+        result = _check(task, "pour", world)
+        assert not result.ok and "held: False" in result.detail
+    finally:
+        world.close()
+
+
+def test_pull_fails_with_the_drawer_shut_and_passes_open() -> None:
+    task, world = _world("open-drawer-v1")
+    try:
+        assert _check(task, "approach", world).ok
+        assert not _check(task, "pull", world).ok
+        assert not _check(task, "grasp", world).ok  # the hand is nowhere near the handle
+        world.set_object_joint("cabinet", "drawer", 0.05)
+        assert not _check(task, "approach", world).ok  # opened before the grasp: disturbed
+        assert not _check(task, "pull", world).ok  # 5 cm is not open
+        world.set_object_joint("cabinet", "drawer", 0.09)
+        result = _check(task, "pull", world)
+        assert result.ok and "9.0 cm" in result.detail
+        # The thresholds exactly: open at 8 cm counts; moved by 1 cm before the grasp does not.
+        world.set_object_joint("cabinet", "drawer", 0.08)
+        assert _check(task, "pull", world).ok
+        world.set_object_joint("cabinet", "drawer", 0.01)
+        assert not _check(task, "approach", world).ok
+        world.set_object_joint("cabinet", "drawer", -0.01)
+        assert not _check(task, "approach", world).ok  # pushed in counts as disturbed too
+    finally:
+        world.close()
