@@ -305,7 +305,7 @@ def test_plan_refuses_unreachable_pose_and_bad_joints(robot: RobotModel) -> None
     q_left, _ = wall_sides(robot)
     far = planner.plan_to_pose(q_left, top_down(robot, 1.5, 0.0, 0.3))
     assert not far.success and "out of reach" in far.reason
-    assert far.collision_checks == 0 and len(far.waypoints) == 0  # refused before any search
+    assert far.collision_checks <= 1 and len(far.waypoints) == 0  # the start checked, no search
 
     bad = robot.q_home.copy()
     bad[3] = 0.2
