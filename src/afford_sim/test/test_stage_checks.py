@@ -40,15 +40,21 @@ def _lift_by(world: BatchWorld, name: str, dz: float) -> None:
     world.set_object_pose(name, pose)
 
 
+def _put_centre_at(world: BatchWorld, name: str, xyz: np.ndarray, rotation: np.ndarray | None = None) -> None:
+    """Teleport the object so that its centre (not its asset frame) is at ``xyz``."""
+    pose = world.object_pose(name)
+    if rotation is not None:
+        pose[:3, :3] = rotation
+        world.set_object_pose(name, pose)
+    pose[:3, 3] = np.asarray(xyz, dtype=float) - (world.object_center(name) - pose[:3, 3])
+    world.set_object_pose(name, pose)
+
+
 def _grip_in_hand(world: BatchWorld, name: str) -> None:
     """Put the object between the open fingers at the TCP, aligned with the hand, and close."""
     world.open_gripper()
     tcp = world.tcp_pose()
-    pose = tcp.copy()
-    world.set_object_pose(name, pose)  # then shift it so its centre, not its frame, is at the TCP
-    offset = world.object_center(name) - world.object_pose(name)[:3, 3]
-    pose[:3, 3] = tcp[:3, 3] - offset
-    world.set_object_pose(name, pose)
+    _put_centre_at(world, name, tcp[:3, 3], rotation=tcp[:3, :3])
     world.close_gripper()
 
 
@@ -57,9 +63,8 @@ def _touch_one_finger(world: BatchWorld, name: str) -> None:
     (the TCP's y) from the middle of the hand until exactly one finger touches it."""
     world.open_gripper()  # first: opening steps the physics, and a teleported object would fall
     tcp = world.tcp_pose()
-    pose = tcp.copy()
-    world.set_object_pose(name, pose)
-    pose[:3, 3] = tcp[:3, 3] - (world.object_center(name) - world.object_pose(name)[:3, 3])
+    _put_centre_at(world, name, tcp[:3, 3], rotation=tcp[:3, :3])
+    pose = world.object_pose(name)
     for d in np.linspace(0.0, 0.08, 161):
         moved = pose.copy()
         moved[:3, 3] += tcp[:3, 1] * d
@@ -138,11 +143,7 @@ def test_place_fails_beside_the_receiver_and_passes_on_it() -> None:
         result = _check(task, "place", world)
         assert not result.ok and "on the table: True" in result.detail
         # On the plate's centre, settled.
-        plate = world.object_center("plate")
-        pose = world.object_pose("cube")
-        offset = world.object_center("cube") - pose[:3, 3]
-        pose[:3, 3] = [plate[0], plate[1], plate[2] + 0.06] - offset
-        world.set_object_pose("cube", pose)
+        _put_centre_at(world, "cube", world.object_center("plate") + [0.0, 0.0, 0.06])
         world.advance(1.0)
         result = _check(task, "place", world)
         assert result.ok, result.detail
@@ -163,11 +164,7 @@ def test_place_fails_resting_on_the_receiver_near_its_edge() -> None:
     try:
         verts = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == "tray"])
         radius = 0.5 * float(np.min(verts[:, :2].max(0) - verts[:, :2].min(0)))
-        centre = world.object_center("tray")
-        pose = world.object_pose("cube")
-        offset = world.object_center("cube") - pose[:3, 3]
-        pose[:3, 3] = [centre[0] + 0.75 * radius, centre[1], centre[2] + 0.06] - offset
-        world.set_object_pose("cube", pose)
+        _put_centre_at(world, "cube", world.object_center("tray") + [0.75 * radius, 0.0, 0.06])
         world.advance(1.0)
         result = _check(task, "place", world)
         assert not result.ok, result.detail
