@@ -105,6 +105,12 @@ class ParseErrorKind(StrEnum):
     AMBIGUOUS = "ambiguous"  # several readings and nothing to choose by
     INCOMPLETE = "incomplete"  # a required role (destination, pour source) is missing
     UNSUPPORTED = "unsupported"  # understood, but not expressible or not possible
+    TOO_LONG = "too_long"  # longer than any task sentence (MAX_TEXT_CHARS); not parsed at all
+
+
+#: The longest text the parser reads. A task sentence is a line; a megabyte pasted into the
+#: operator's prompt is a mistake, refused before tokenizing (the parser's cost grows with it).
+MAX_TEXT_CHARS = 300
 
 
 class TaskParseError(ValueError):
@@ -231,7 +237,10 @@ class _Parser:
     """One parse: holds the sentence, the scene scope and the config for error messages."""
 
     def __init__(self, text: str, scope: Sequence[str] | None, config: ParserConfig) -> None:
-        self.text = text
+        # Runs of whitespace (newlines, tabs, Unicode spaces) read as one space: the words are
+        # the same, and every error message that quotes the sentence stays on one line.
+        self.text = " ".join(text.split())
+        self.original = text  # what the caller gave, kept on the intent and on the error
         self.scope = tuple(scope) if scope is not None else tuple(CATEGORIES)
         self.scoped = scope is not None
         self.cfg = config
@@ -239,7 +248,7 @@ class _Parser:
     # ----------------------------------------------------------------- errors
 
     def fail(self, kind: ParseErrorKind, message: str) -> TaskParseError:
-        return TaskParseError(message, kind, self.text)
+        return TaskParseError(message, kind, self.original)
 
     def _known_objects_note(self) -> str:
         label = "objects in the scene" if self.scoped else "known objects"
@@ -726,7 +735,7 @@ class _Parser:
             destination=destination,
             destination_region=region,
             use_region=use,
-            text=self.text,
+            text=self.original,
         )
 
     def _target(self, action: NextAction, actions: list[_ActionClause], first_obj: _NounPhrase,
@@ -920,10 +929,15 @@ def parse(
         config: Parser tuning; defaults to :class:`ParserConfig()`.
 
     Raises:
-        TaskParseError: The sentence is empty, names no known object, verb or part, names an
-            object not in the scene, or contradicts itself; ``error.kind`` says which.
+        TaskParseError: The sentence is empty or longer than ``MAX_TEXT_CHARS``, names no
+            known object, verb or part, names an object not in the scene, or contradicts
+            itself; ``error.kind`` says which.
         ValueError: ``known_objects`` lists a name that is not an ontology category.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if len(text) > MAX_TEXT_CHARS:
+        raise TaskParseError(
+            f"a task sentence is at most {MAX_TEXT_CHARS} characters, this one has {len(text)}: "
+            "say one task in one sentence", ParseErrorKind.TOO_LONG, text[:80])
     return _Parser(text, _scope(known_objects), config or ParserConfig()).run()

@@ -8,25 +8,29 @@ must say yes), and its answer must be a plain ``bool`` so records serialise as J
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 from afford_sim.scene import sample_scene
-from afford_sim.tasks import Check, get_task
+from afford_sim.tasks import Check, Task, get_task
 from afford_sim.world import FINGERS, BatchWorld
 
 SEED = 0
 
 
-def _world(task_id: str):  # type: ignore[no-untyped-def]
+Scene = tuple[Task, BatchWorld]
+
+
+def _world(task_id: str) -> Scene:
     task = get_task(task_id)
     world = BatchWorld(sample_scene(task.scene(SEED), SEED))
     task.begin(world)
     return task, world
 
 
-def _check(task, stage: str, world: BatchWorld) -> Check:  # type: ignore[no-untyped-def]
+def _check(task: Task, stage: str, world: BatchWorld) -> Check:
     result = task.check(stage, world)
     assert result is not None, f"{task.task_id} does not judge {stage}"
     assert type(result.ok) is bool  # not numpy.bool_: records are JSON
@@ -75,13 +79,13 @@ def _touch_one_finger(world: BatchWorld, name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def cube():  # type: ignore[no-untyped-def]
+def cube() -> Iterator[Scene]:
     task, world = _world("pick-cube-v1")
     yield task, world
     world.close()
 
 
-def test_approach_fails_when_the_target_was_pushed(cube) -> None:  # type: ignore[no-untyped-def]
+def test_approach_fails_when_the_target_was_pushed(cube: Scene) -> None:
     task, world = cube
     start = world.save_state()
     try:
@@ -95,7 +99,7 @@ def test_approach_fails_when_the_target_was_pushed(cube) -> None:  # type: ignor
         world.restore_state(start)
 
 
-def test_grasp_and_lift_fail_with_an_empty_hand_and_pass_with_the_object_held(cube) -> None:  # type: ignore[no-untyped-def]
+def test_grasp_and_lift_fail_with_an_empty_hand_and_pass_with_the_object_held(cube: Scene) -> None:
     task, world = cube
     start = world.save_state()
     try:
