@@ -202,15 +202,16 @@ def plan_waypoints(
     # A run of waypoints at one position (a policy holding still) is one waypoint, reached with
     # zero velocity: franky's planner (ruckig) failed on such runs now and then (error -111).
     kept: list[int] = []
-    rest: set[int] = set()
+    still: list[bool] = []  # per kept waypoint: the first of a run at one position
     for i in chosen:
         if kept and np.max(np.abs(q[i] - q[kept[-1]])) < _SAME_POSITION:
-            rest.add(kept[-1])
+            still[-1] = True
             continue
         kept.append(i)
+        still.append(False)
     idx = np.array(kept)
     wp_v = vs[idx].copy()
-    wp_v[[k for k, i in enumerate(kept) if i in rest]] = 0.0
+    wp_v[np.array(still)] = 0.0
     wp_v[-1] = 0.0
     return FollowPlan(ts[idx], q[idx].copy(), wp_v, scale, float(ts[-1]))
 

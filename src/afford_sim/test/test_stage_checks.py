@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -23,11 +24,16 @@ SEED = 0
 Scene = tuple[Task, BatchWorld]
 
 
-def _world(task_id: str) -> Scene:
+@contextmanager
+def _scene(task_id: str) -> Iterator[Scene]:
+    """The task's seeded scene in a batch world, its start recorded; the world closed after."""
     task = get_task(task_id)
     world = BatchWorld(sample_scene(task.scene(SEED), SEED))
-    task.begin(world)
-    return task, world
+    try:
+        task.begin(world)
+        yield task, world
+    finally:
+        world.close()
 
 
 def _check(task: Task, stage: str, world: BatchWorld) -> Check:
@@ -80,9 +86,8 @@ def _touch_one_finger(world: BatchWorld, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def cube() -> Iterator[Scene]:
-    task, world = _world("pick-cube-v1")
-    yield task, world
-    world.close()
+    with _scene("pick-cube-v1") as scene:
+        yield scene
 
 
 def test_approach_fails_when_the_target_was_pushed(cube: Scene) -> None:
@@ -129,20 +134,16 @@ def test_grasp_and_lift_fail_with_an_empty_hand_and_pass_with_the_object_held(cu
 
 
 def test_lift_fails_when_the_held_object_did_not_rise() -> None:
-    task, world = _world("pick-cube-v1")
-    try:
+    with _scene("pick-cube-v1") as (task, world):
         _grip_in_hand(world, "cube")
         assert _check(task, "lift", world).ok
         task.start_z = float(world.object_pose("cube")[2, 3]) - 0.03  # as if it started 3 cm lower
         result = _check(task, "lift", world)
         assert not result.ok and "3.0 cm" in result.detail
-    finally:
-        world.close()
 
 
 def test_place_fails_beside_the_receiver_and_passes_on_it() -> None:
-    task, world = _world("place-cube-plate-v1")
-    try:
+    with _scene("place-cube-plate-v1") as (task, world):
         # Where the sampler put it: on the table beside the plate.
         result = _check(task, "place", world)
         assert not result.ok and "on the table: True" in result.detail
@@ -157,15 +158,12 @@ def test_place_fails_beside_the_receiver_and_passes_on_it() -> None:
         _touch_one_finger(world, "cube")
         result = _check(task, "place", world)
         assert not result.ok and "still touching the fingers: True" in result.detail
-    finally:
-        world.close()
 
 
 def test_place_fails_resting_on_the_receiver_near_its_edge() -> None:
     """On the tray's flat floor but outside 70% of its radius (set down 75% of the way out): the
     object is in the receiver's footprint yet not placed; the check measures from its centre."""
-    task, world = _world("place-cube-tray-v1")
-    try:
+    with _scene("place-cube-tray-v1") as (task, world):
         verts = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == "tray"])
         radius = 0.5 * float(np.min(verts[:, :2].max(0) - verts[:, :2].min(0)))
         _put_centre_at(world, "cube", world.object_center("tray") + [0.75 * radius, 0.0, 0.06])
@@ -173,25 +171,19 @@ def test_place_fails_resting_on_the_receiver_near_its_edge() -> None:
         result = _check(task, "place", world)
         assert not result.ok, result.detail
         assert "touching the fingers: False, on the table: False" in result.detail
-    finally:
-        world.close()
 
 
 def test_hang_fails_with_the_mug_on_the_table_or_dropped_in_the_air() -> None:
-    task, world = _world("hang-mug-v1")
-    try:
+    with _scene("hang-mug-v1") as (task, world):
         result = _check(task, "hang", world)
         assert not result.ok and "on table: True" in result.detail
         _lift_by(world, "mug", 0.25)  # let go in the air, away from the hooks: it falls
         result = _check(task, "hang", world)
         assert not result.ok and "on rack: False" in result.detail
-    finally:
-        world.close()
 
 
 def test_pour_fails_upright_on_the_table_and_tilted_but_not_held() -> None:
-    task, world = _world("pour-paper-cup-v1")
-    try:
+    with _scene("pour-paper-cup-v1") as (task, world):
         result = _check(task, "pour", world)
         assert not result.ok and "tilt 0 deg" in result.detail
         # Tilted 90 deg over the bowl's rim but nobody holds it.
@@ -203,13 +195,10 @@ def test_pour_fails_upright_on_the_table_and_tilted_but_not_held() -> None:
         world.set_object_pose("paper_cup", pose)
         result = _check(task, "pour", world)
         assert not result.ok and "held: False" in result.detail
-    finally:
-        world.close()
 
 
 def test_pull_fails_with_the_drawer_shut_and_passes_open() -> None:
-    task, world = _world("open-drawer-v1")
-    try:
+    with _scene("open-drawer-v1") as (task, world):
         assert _check(task, "approach", world).ok
         assert not _check(task, "pull", world).ok
         assert not _check(task, "grasp", world).ok  # the hand is nowhere near the handle
@@ -226,5 +215,3 @@ def test_pull_fails_with_the_drawer_shut_and_passes_open() -> None:
         assert not _check(task, "approach", world).ok
         world.set_object_joint("cabinet", "drawer", -0.01)
         assert not _check(task, "approach", world).ok  # pushed in counts as disturbed too
-    finally:
-        world.close()

@@ -107,6 +107,7 @@ _STREAM_LEAD = 0.02
 _POLL_PERIOD = 0.01  # s between looks at a running trajectory (stop, cancel, progress)
 _STOP_FIRST = "a stop came after it was checked"
 _STALLED = "this process stalled between its checks and its start"
+_NOT_RECOVERED = "reflex not recovered; call /executor/recover"
 #: A stop disarms streaming when a stream runs or a chunk came this recently (s).
 _STREAM_RECENT_S = 5.0
 #: Parameters the node hands its driver (each driver reads the ones it needs).
@@ -336,7 +337,7 @@ class ExecutorNode(Node):
                 if self._stops != stops:
                     return _STOP_FIRST
                 if self._needs_recovery:
-                    return "reflex not recovered; call /executor/recover"
+                    return _NOT_RECOVERED
                 if chunk_from is not None:
                     if self._busy:
                         return "a trajectory is running"
@@ -386,7 +387,7 @@ class ExecutorNode(Node):
                 self._block_said = True
             refused = (
                 "a trajectory is running" if self._busy
-                else "reflex not recovered; call /executor/recover" if self._needs_recovery
+                else _NOT_RECOVERED if self._needs_recovery
                 else ""
             )
             running = self._stream
@@ -528,9 +529,7 @@ class ExecutorNode(Node):
             if self._busy:
                 return self._finish(goal_handle, False, "another trajectory is running", "limit")
             if self._needs_recovery:
-                return self._finish(
-                    goal_handle, False, "refused: reflex not recovered; call /executor/recover", "reflex"
-                )
+                return self._finish(goal_handle, False, f"refused: {_NOT_RECOVERED}", "reflex")
             if self._stream is not None:
                 return self._finish(goal_handle, False, "joint targets are streaming", "limit")
             self._busy = True
@@ -570,7 +569,7 @@ class ExecutorNode(Node):
         except Exception as exc:  # noqa: BLE001 - the robot refused to start: reported, never raised
             self._report("communication", f"could not start the motion: {exc}")
             return self._finish(goal_handle, False, f"could not start the motion: {exc}", "communication")
-        if not_started and "reflex" in not_started:
+        if not_started == _NOT_RECOVERED:
             return self._finish(goal_handle, False, f"refused: {not_started}", "reflex")
         started = not not_started
         stopping = not started
@@ -613,10 +612,7 @@ class ExecutorNode(Node):
         with self._lock:
             refused = self._needs_recovery
         if refused:
-            response.success, response.message = (
-                False,
-                "refused: reflex not recovered; call /executor/recover",
-            )
+            response.success, response.message = False, f"refused: {_NOT_RECOVERED}"
             return response
         verdict = self.safety.check_gripper(request.command, request.width, request.force)
         if not verdict.ok:
