@@ -5,6 +5,8 @@ inspect the assets.
     afford run "pick up the scoop" --json
     afford run --task hang-mug-v1 --seed 2
     afford tasks --tier easy
+    afford tasks --benchmark
+    afford bench table1 --tier easy --rollouts 20 --jobs 2 --out runs/table1-easy
     afford robots
     afford objects
     afford show mug --seed 2 -o mug.png
@@ -75,6 +77,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_tasks(args: argparse.Namespace) -> int:
     from afford_sim.tasks import TASKS, task_ids
 
+    if args.benchmark:
+        return _benchmark_coverage(args)
     ids = task_ids(tier=args.tier, robot=args.robot)
     rows = [TASKS.get(i) for i in ids]
     if args.json:
@@ -93,6 +97,56 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
         robots = ",".join(c.robots)
         print(f"{c.task_id:<{width}}  {c.tier:<6}  {c.skill:<6}  {robots:<10}  {c.instructions[0]}")
     print(f"{len(rows)} tasks (`afford run --task ID`; `--json` lists every phrasing)")
+    return 0
+
+
+def _benchmark_coverage(args: argparse.Namespace) -> int:
+    from afford_sim.benchmark import BENCHMARK, check_catalogue, coverage
+
+    check_catalogue()
+    rows = [b for b in BENCHMARK if args.tier is None or b.tier == args.tier]
+    if args.json:
+        print(json.dumps([{"seed_id": b.seed_id, "tier": b.tier, "skill_type": b.skill_type,
+                           "task_id": b.task_id} for b in rows]))
+        return 0
+    width = max(len(b.seed_id) for b in rows)
+    print(f"{'AffordSim task':<{width}}  {'tier':<6}  {'skill':<10}  task here")
+    for b in rows:
+        print(f"{b.seed_id:<{width}}  {b.tier:<6}  {b.skill_type:<10}  {b.task_id or '-- not built yet'}")
+    cov = coverage()
+    print("built: " + ", ".join(f"{t} {k}/{n}" for t, (k, n) in cov.items())
+          + f"; all {sum(k for k, _ in cov.values())}/{len(BENCHMARK)}")
+    return 0
+
+
+def _cmd_table1(args: argparse.Namespace) -> int:
+    from afford_eval import table1
+    from afford_sim.benchmark import built
+
+    if args.report:
+        print(table1.write_report(args.report).read_text())
+        return 0
+    if args.out is None:
+        raise ValueError("--out DIR is needed (or --report DIR to rebuild a report)")
+    tasks = args.tasks or [b.task_id for b in built() if b.task_id and args.tier in ("all", b.tier)]
+    config = table1.Table1Config(tasks=tuple(tasks), sources=tuple(args.sources), rollouts=args.rollouts,
+                                 robot=args.robot, first_seed=args.first_seed)
+    for t in config.tasks:  # an unknown id fails now, not in every worker
+        from afford_sim.benchmark import by_task_id
+
+        by_task_id(t)
+
+    def progress(done: int, total: int, rec: dict[str, Any]) -> None:
+        reason = rec.get("failed_stage") or rec.get("abstained") or rec.get("error")
+        why = "" if rec["success"] else f" ({reason})"
+        print(f"[{done}/{total}] {rec['task_id']} {rec['source']} seed {rec['seed']}: "
+              f"{'ok' if rec['success'] else 'FAIL'}{why} {rec['wall_s']} s", flush=True)
+
+    summary = table1.run(args.out, config, jobs=args.jobs, executor=args.executor,
+                         ray_address=args.ray_address,
+                         command=args.command_line, progress=None if args.quiet else progress)
+    print(f"{summary.ran} rollouts run, {summary.kept} kept from before, {summary.wall_s:.0f} s; "
+          f"report: {summary.report}")
     return 0
 
 
@@ -459,7 +513,31 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--tier", choices=["easy", "medium", "hard"], default=None)
     tasks.add_argument("--robot", default=None, help="only tasks validated on this robot")
     tasks.add_argument("--json", action="store_true")
+    tasks.add_argument("--benchmark", action="store_true",
+                       help="AffordSim's 50 benchmark tasks and which task runs each here")
     tasks.set_defaults(func=_cmd_tasks)
+
+    bench = sub.add_parser("bench", help="benchmark protocols (AffordSim's Table 1)")
+    bsub = bench.add_subparsers(dest="bench_command", required=True)
+    t1 = bsub.add_parser("table1", help="every benchmark task, the same scenes, five grasp sources; "
+                         "resumable (docs/benchmark.md)")
+    t1.add_argument("--tier", choices=["easy", "medium", "hard", "all"], default="all")
+    t1.add_argument("--tasks", nargs="+", default=None, help="task ids instead of a tier's built tasks")
+    from afford_eval.table1 import SOURCES
+
+    t1.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES))
+    t1.add_argument("--rollouts", type=int, default=20, help="scenes per task (default 20)")
+    t1.add_argument("--first-seed", type=int, default=0)
+    t1.add_argument("--robot", default="fr3")
+    t1.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="rollouts in parallel (default: the cores)")
+    t1.add_argument("--executor", choices=["local", "ray"], default="local",
+                    help="local processes, or Ray (a local instance of --jobs CPUs, or --ray-address)")
+    t1.add_argument("--ray-address", default=None, help="a running Ray cluster, e.g. ray://head:10001")
+    t1.add_argument("--out", default=None, help="run directory; an existing one of the same run is resumed")
+    t1.add_argument("--report", default=None, metavar="DIR", help="rebuild DIR's report from its records")
+    t1.add_argument("--quiet", action="store_true", help="no line per rollout")
+    t1.set_defaults(func=_cmd_table1)
 
     robots = sub.add_parser("robots", help="list the registered robots (arms and grippers)")
     robots.add_argument("--json", action="store_true")

@@ -177,9 +177,71 @@ CATEGORIES: dict[str, Category] = {
             ("body",),
             {"body": ("grasp_body",)},
             "body",
-            synonyms=("box", "chocolate box", "package", "carton"),
+            synonyms=("box", "package", "carton"),
         ),
         _c("cube", ("body",), {"body": ("grasp_body",)}, "body", synonyms=("cube", "block")),
+        # Leaves afford nothing: a tuft or a floppy leaf end gives no hold a gripper can trust,
+        # and nothing is placed on, poured from or pressed on it. "By the leaves" still parses
+        # (an explicit grasp is honoured), but no default or fallback grasp lands there.
+        _c(
+            "carrot",
+            ("body", "leaves"),
+            {"body": ("grasp_body",), "leaves": ()},
+            "body",
+            synonyms=("carrot",),
+            part_synonyms={"body": ("root",)},
+            elongated=True,
+        ),
+        _c(
+            "leek",
+            ("stalk", "leaves"),
+            {"stalk": ("grasp_body",), "leaves": ()},
+            "stalk",
+            synonyms=("leek",),
+            part_synonyms={"stalk": ("white part", "shank")},
+            elongated=True,
+        ),
+        _c(
+            "pen",
+            ("body", "cap"),
+            {"body": ("grasp_body",), "cap": ("press",)},
+            "body",
+            synonyms=("pen", "ballpoint", "ballpoint pen", "biro", "marker"),
+            part_synonyms={"body": ("barrel",)},
+            elongated=True,
+        ),
+        # A sealed can contains its soup as a bottle its water ("contain" as for the bottle);
+        # nothing is put into it, so the asset is solid and not among the tests' hollow ones.
+        _c(
+            "soup_can",
+            ("body", "lid"),
+            {"body": ("grasp_body", "contain"), "lid": ("press",)},
+            "body",
+            synonyms=("soup can", "soupcan", "can", "tin can"),
+        ),
+        # The lid is the flat top of a closed carton: small things are set on it.
+        _c(
+            "chocolate_box",
+            ("body", "lid"),
+            {"body": ("grasp_body",), "lid": ("support",)},
+            "body",
+            synonyms=("chocolate box", "chocolatebox", "box of chocolates", "candy box"),
+        ),
+        _c(
+            "sugar_box",
+            ("body", "top"),
+            {"body": ("grasp_body",), "top": ("support",)},
+            "body",
+            synonyms=("sugar box", "sugarbox", "box of sugar"),
+            part_synonyms={"top": ("top face", "top side", "upper face")},
+        ),
+        _c(
+            "cutting_board",
+            ("board", "handle"),
+            {"board": ("support",), "handle": ("grasp_handle",)},
+            "handle",
+            synonyms=("cutting board", "cuttingboard", "chopping board", "board"),
+        ),
         _c(
             "rack",
             ("base", "pole", "hook"),
@@ -246,6 +308,7 @@ PART_SYNONYMS: dict[str, tuple[str, ...]] = {
     "drawer_handle": ("drawer handle", "drawer pull"),
     "door": ("door",),
     "door_handle": ("door handle", "door pull"),
+    "leaves": ("leaves", "leaf", "greens", "foliage"),
 }
 
 

@@ -266,6 +266,9 @@ class Sense:
 
 
 def _plural(phrase: str) -> str:
+    if " of " in phrase:  # "box of chocolates": the head noun takes the plural
+        head, _, tail = phrase.partition(" of ")
+        return f"{_plural(head)} of {tail}"
     head, _, last = phrase.rpartition(" ")
     if last.endswith(("s", "x", "ch", "sh")):
         last += "es"
@@ -305,10 +308,16 @@ def part_phrases(category: str | None = None) -> dict[str, list[str]]:
     return out
 
 
+def _noun_key(phrase: str) -> str:
+    """A noun phrase as the parser meets it: determiners are dropped before nouns are looked up,
+    so "box of chocolates" is indexed as "box chocolates"."""
+    return " ".join(t for t in words(phrase) if t not in DETERMINERS)
+
+
 def _noun_entries() -> list[tuple[str, Sense]]:
     entries: list[tuple[str, Sense]] = []
     for cat, phrases in object_phrases().items():
-        entries += [(p, Sense("object", cat)) for p in phrases]
+        entries += [(_noun_key(p), Sense("object", cat)) for p in phrases]
     for part, phrases in part_phrases().items():
         entries += [(p, Sense("part", part)) for p in phrases]
     for category in CATEGORIES.values():

@@ -197,12 +197,14 @@ NPKind = Literal["object", "pronoun", "person", "surface", "substance", "empty"]
 @dataclass(frozen=True)
 class _NounPhrase:
     """A resolved noun phrase; ``part`` is a part the phrase itself names ("the drawer",
-    "the kettle's spout"), already checked against ``category``."""
+    "the kettle's spout"), already checked against ``category``; ``implied`` when the object's
+    own name is also that part's name ("the drawer", "the hook", "the board")."""
 
     words: str
     kind: NPKind
     category: str | None = None
     part: str | None = None
+    implied: bool = False
 
 
 @dataclass(frozen=True)
@@ -491,6 +493,13 @@ class _Parser:
                             f"'{whole}' in '{self.text}' names several objects ({_join(categories)}); "
                             "name one object per role")
         part_spans = [s for s in spans if s not in objects]
+        if len(categories) == 1 and categories[0] not in self.scope and not part_spans:
+            # "the board" names a cutting board and also a shelf's boards: in a scene without a
+            # cutting board but with an object that has boards, it is that object's part.
+            a, b, senses = objects[0]
+            as_part = tuple(x for x in senses if x.kind == "part")
+            if as_part and any(self._owns(c, as_part, " ".join(content[a:b])) for c in self.scope):
+                objects, categories, part_spans = [], [], [(a, b, as_part)]
         if len(part_spans) > 1:
             named = [" ".join(content[a:b]) for a, b, _ in part_spans]
             raise self.fail(ParseErrorKind.AMBIGUOUS,
@@ -506,7 +515,7 @@ class _Parser:
             # "the drawer" names the cabinet and, with it, the part that moves.
             implied = [x.value for x in objects[0][2]
                        if x.kind == "part" and x.value in CATEGORIES[cat].parts]
-            return _NounPhrase(whole, "object", cat, implied[0] if implied else None)
+            return _NounPhrase(whole, "object", cat, implied[0] if implied else None, implied=bool(implied))
 
         # Only a part is named ("open the door"): the object is the one in scope that has it.
         a, b, senses = part_spans[0]
@@ -526,6 +535,14 @@ class _Parser:
         raise self.fail(ParseErrorKind.AMBIGUOUS,
                         f"'{part_words}' in '{self.text}' could belong to {_join(sorted(owners))}: "
                         "name the object")
+
+    def _owns(self, cat: str, senses: Sequence[lx.Sense], words: str) -> bool:
+        """Whether ``cat`` has the part that ``senses`` (read from ``words``) name."""
+        try:
+            self._part_of(cat, senses, words, None)
+        except TaskParseError:
+            return False
+        return True
 
     def _in_scope(self, cat: str, name: str, words: str) -> str:
         """``cat`` if the scene has it; else the one scene object that ``name`` is the head
@@ -716,12 +733,17 @@ class _Parser:
                                 f"contradictory task '{self.text}': to {action.value} the {_human(cat.name)} "
                                 f"the gripper must hold its {_human(grasp)}, which the sentence keeps clear")
         else:
-            # "pick up the kettle handle": a part named with the object is where to hold it.
-            if target.part is not None and explicit not in (None, target.part):
+            # "pick up the kettle handle": a part named with the object is where to hold it. A
+            # part only implied by the object's name is not, unless it can be grasped: "pick up
+            # the board" names the cutting board, whose board is no place to hold it.
+            named = target.part
+            if target.implied and not any(p == named for a in _GRASPABLE for p in cat.parts_with(a)):
+                named = None
+            if named is not None and explicit not in (None, named):
                 raise self.fail(ParseErrorKind.CONTRADICTION,
-                                f"contradictory task '{self.text}': names both the {_human(target.part)} and "
+                                f"contradictory task '{self.text}': names both the {_human(named)} and "
                                 f"the {_human(explicit or '')} of the {_human(cat.name)} as the grasp")
-            explicit = explicit or target.part
+            explicit = explicit or named
             use = self._use_part(action, rule, cat, explicit)
             if use is not None and rule.use_purpose:
                 keep_clear.add(use)

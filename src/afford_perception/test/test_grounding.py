@@ -55,6 +55,13 @@ GRADED: dict[str, tuple[str, ...]] = {
     "microwave": ("door_handle",),
     "bowl": ("rim",),
     "paper_cup": ("body",),
+    "carrot": ("body", "leaves"),
+    "leek": ("stalk",),
+    "pen": ("body", "cap"),
+    "soup_can": ("body",),
+    "chocolate_box": ("lid",),
+    "sugar_box": ("top",),
+    "cutting_board": ("handle",),
 }
 MIN_MEAN_IOU = 0.6
 SEEDS = (0, 1, 2)

@@ -13,7 +13,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -24,7 +24,15 @@ from afford_planner.selection import SelectionConfig
 from afford_planner.skills import SkillConfig
 from afford_planner.terms import TermsConfig
 
+if TYPE_CHECKING:
+    from afford_pipeline.episode import Choice, Episode
+
 Progress = Callable[[str], None] | None
+Chooser = Callable[["Episode", "SpineConfig"], "Choice"]
+"""Replaces Stage 1 and 2 for one episode: proposes candidates into ``episode.candidates``,
+plans them (``episode.plan``) and returns the one to execute. The evaluation's grasp sources
+(``afford_eval.grasp_sources``) are choosers; without one the spine runs its own (Stage 1 on
+the grounded region, the AFFORD-X terms and gate, Stage 2 on the best ``plan_top_k``, L4)."""
 
 
 @dataclass
@@ -190,7 +198,11 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
 
 
 def run_task(
-    task_id: str, config: SpineConfig | None = None, progress: Progress = None, sentence: str | None = None
+    task_id: str,
+    config: SpineConfig | None = None,
+    progress: Progress = None,
+    sentence: str | None = None,
+    chooser: Chooser | None = None,
 ) -> SpineResult:
     """Run task ``task_id`` end to end in a freshly sampled scene; see the module docstring.
 
@@ -200,6 +212,9 @@ def run_task(
         progress: Called with one line per step.
         sentence: How the task is asked for; default its canonical instruction. It must ask
             for this task.
+        chooser: How the grasp is chosen (:data:`Chooser`); default the spine's own.
+            Everything else (perception, grounding for the later stages, the skill, the
+            checks) is the same whichever chooser runs, so sources compare on the grasp alone.
 
     Raises:
         KeyError: an unknown task id.
@@ -260,7 +275,8 @@ def run_task(
         _say(
             progress, f"[ground] {cfg.grounding}: " + ", ".join(f"{len(v)} {k}" for k, v in ep.parts.items())
         )
-        if len(ep.region) < 5:
+        # A chooser brings its own candidates (a model-free detector needs no grounded region).
+        if chooser is None and len(ep.region) < 5:
             return _finish(
                 result,
                 timer,
@@ -268,19 +284,21 @@ def run_task(
                 f"grounding found no {intent.target} {intent.grasp_region} in the view",
             )
 
-        with timer("sample"):
-            cands = ep.propose()
+        if chooser is None:  # the spine's own choice, timed step by step (bench/bench_spine.py)
+            with timer("sample"):
+                ep.propose()
+            with timer("select"):
+                l3 = ep.score(cfg.terms, cfg.selection)
+            with timer("plan"):
+                choice = ep.choose(cfg.terms, cfg.selection, cfg.plan_top_k, plan_all=cfg.plan_all, l3=l3)
+        else:
+            with timer("choose"):
+                choice = chooser(ep, cfg)
+        cands = ep.candidates
         result.candidates = len(cands)
         result.candidate_set = candidate_set_hash(
             cands, {"task": sentence, "seed": cfg.seed, "grounding": cfg.grounding}
         )
-
-        selection = cfg.selection
-        with timer("select"):
-            l3 = ep.score(cfg.terms, selection)
-        # Stage 2 plans the best eligible candidates (or, as a baseline, every raw one).
-        with timer("plan"):
-            choice = ep.choose(cfg.terms, selection, cfg.plan_top_k, plan_all=cfg.plan_all, l3=l3)
         result.eligible = choice.eligible
         _say(progress, f"[select] {len(cands)} candidates, {result.eligible} pass the gate")
         grasp = choice.grasp

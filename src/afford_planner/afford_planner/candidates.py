@@ -700,3 +700,41 @@ def sample_enclosing_grasps(region_points: np.ndarray, config: EnclosingGraspCon
 def _gripper() -> GripperDescription:
     """The reference robot's gripper: where the configs' hand-size defaults come from."""
     return get_robot(DEFAULT_ROBOT).gripper
+
+
+@dataclass(frozen=True)
+class RimGraspConfig:
+    """Top-down pinches of a round rim wider than the hand (a bowl's, a plate's).
+
+    Attributes:
+        num_angles: Pinch points spread evenly around the rim.
+        max_fit_residual: Largest RMS distance (m) of the points from the fitted circle.
+        depth: How far below the rim's top the TCP goes (m).
+        width: Opening of the hand before it closes on the wall (m).
+    """
+
+    num_angles: int = 12
+    max_fit_residual: float = 0.006
+    depth: float = 0.012
+    width: float = 0.04
+
+
+def sample_rim_grasps(rim_points: np.ndarray, config: RimGraspConfig) -> list[GraspCandidate]:
+    """Pinch grasps around a round rim: at each of ``num_angles`` points of the fitted circle, a
+    top-down grasp whose fingers straddle the wall (closing radially). No grasp when the points
+    are not round. ``source="generic"``; order: by angle from the circle's +x."""
+    rim = _validated_points(rim_points, "rim_points")
+    if len(rim) < 10:
+        return []
+    centre, radius, resid = fit_circle(rim[:, :2])
+    if resid > config.max_fit_residual:
+        return []
+    top = float(rim[:, 2].max())
+    out = []
+    for k in range(config.num_angles):
+        t = 2 * np.pi * k / config.num_angles
+        radial = np.array([np.cos(t), np.sin(t), 0.0])
+        tcp = np.array([centre[0] + radius * radial[0], centre[1] + radius * radial[1], top - config.depth])
+        out.append(GraspCandidate(position=tcp, rotation=_orient_like_home(radial, _DOWN), width=config.width,
+                                  source="generic"))
+    return out

@@ -8,8 +8,9 @@ their candidates as one set (``index_candidates``), so every method downstream r
   around its normal, the normal itself, top-down unless the region is a round body);
 * ``enclosing``: top-down grasps around a round body that fits the hand (a cup held around its
   axis, not pinched by one wall);
-* ``axis``: AffordSim's Regime A for objects without functional parts (a banana, a cube),
-  across the middle of the long axis;
+* ``axis``: AffordSim's Regime A for objects without functional parts (a banana, a cube) or
+  held by their whole body (a carrot with its leaves, a boxed lid), across the middle of the
+  long axis;
 * ``antipodal``: a generic antipodal sampler over the whole cloud, blind to affordances (the
   evaluation's baseline candidates; not in the default list).
 """
@@ -123,10 +124,20 @@ class AxisSampler(GraspSampler):
     """Grasps across the long axis of an object without functional parts; none for others."""
 
     def sample(self, ctx: SamplerContext) -> list[GraspCandidate]:
-        if len(ctx.cloud.part_names) != 1:
+        if len(ctx.cloud.part_names) != 1 and not self.whole_body(ctx):
             return []
         config = AxisGraspConfig(max_width=ctx.gripper.max_width, max_depth=ctx.gripper.pad_length)
         return sample_axis_grasps(ctx.cloud, config)
+
+
+    @staticmethod
+    def whole_body(ctx: SamplerContext) -> bool:
+        """The object has parts but is held by its whole body: a body to hold, no handle, and not
+        round (a round body is held around its axis). A carrot with its leaves, a chocolate box
+        with its lid band: the grasp closes across the whole object, lid and all."""
+        cat = category(ctx.intent.target)
+        holds_body = "grasp_body" in cat.affordances.get(ctx.intent.grasp_region, ())
+        return holds_body and not cat.parts_with("grasp_handle") and not EnclosingSampler().sample(ctx)
 
 
 @SAMPLERS.register("antipodal")

@@ -65,3 +65,54 @@ def test_skill_config_refuses_bad_speed_and_tilt() -> None:
         SkillConfig(vel_scale=1.5)
     with pytest.raises(ValueError, match="pour_tilt_deg"):
         SkillConfig(pour_tilt_deg=190)
+
+
+def _strip(length: float, width: float, yaw: float, n: int = 400) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    pts = rng.uniform([-length / 2, -width / 2], [length / 2, width / 2], size=(n, 2))
+    c, s = np.cos(yaw), np.sin(yaw)
+    return pts @ np.array([[c, s], [-s, c]])
+
+
+def test_a_long_object_is_turned_onto_a_long_support_and_nothing_else_is() -> None:
+    """A box held along x over a strip along y turns by 90 deg (either way); onto a round
+    plate, or a round object onto the strip, there is nothing to align."""
+    from afford_planner.skills.motions import alignment_yaw
+
+    turn = alignment_yaw(_strip(0.18, 0.05, 0.0), _strip(0.18, 0.04, np.pi / 2))
+    assert abs(abs(turn) - np.pi / 2) < 0.05
+    turn = alignment_yaw(_strip(0.18, 0.05, 0.3), _strip(0.18, 0.04, 0.5))
+    assert abs(turn - 0.2) < 0.05  # the short way round
+    assert alignment_yaw(_strip(0.18, 0.05, 0.0), _strip(0.2, 0.2, 0.0)) == 0.0
+    assert alignment_yaw(_strip(0.06, 0.06, 0.0), _strip(0.18, 0.04, 1.0)) == 0.0
+
+
+def test_the_table_spot_is_beside_the_object_towards_the_robots_centreline() -> None:
+    from afford_planner.skills.library import table_spot
+
+    can = np.array([[0.5, -0.12, 0.0], [0.5, -0.12, 0.1], [0.52, -0.1, 0.05]])
+    spot = table_spot(can, 0.15)
+    assert np.allclose(np.median(spot[:, :2], axis=0), [0.5, 0.03], atol=0.011)
+    assert np.allclose(spot[:, 2], 0.0)
+    left = table_spot(can * [1, -1, 1], 0.15)
+    assert np.median(left[:, 1]) < 0.0
+
+
+@pytest.mark.parametrize(("target", "whole"), [("carrot", True), ("chocolate_box", True), ("leek", True),
+                                               ("mug", False), ("kettle", False), ("banana", True)])
+def test_the_axis_sampler_holds_whole_bodies_only(target: str, whole: bool) -> None:
+    """Objects with parts but held whole (a carrot with its leaves) get the axis grasps; a mug
+    (a handle) or a kettle does not: their grasp is a part."""
+    from afford_core.ontology import category
+    from afford_core.robots import get_robot
+    from afford_core.types import Intent, NextAction, ObjectCloud
+    from afford_planner.samplers import AxisSampler, SamplerContext
+
+    cat = category(target)
+    rng = np.random.default_rng(1)
+    pts = rng.uniform([-0.08, -0.02, 0.0], [0.08, 0.02, 0.03], size=(300, 3))
+    labels = np.zeros(len(pts), dtype=int)
+    cloud = ObjectCloud(pts, target, part_labels=labels, part_names=cat.parts)
+    intent = Intent(target=target, grasp_region=cat.default_grasp, next_action=NextAction.PICK)
+    ctx = SamplerContext(intent=intent, region=pts, cloud=cloud, gripper=get_robot("fr3").gripper)
+    assert bool(AxisSampler().sample(ctx)) is whole

@@ -16,6 +16,7 @@ sentence and call :func:`find_task` with the parsed intent.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import re
@@ -182,6 +183,28 @@ def _seeds(seed: int, k: int) -> list[int]:
     return [int(s) for s in rng.integers(0, 10_000, size=k)]
 
 
+@functools.lru_cache(maxsize=4096)
+def _footprint(category_name: str, seed: int) -> tuple[float, float]:
+    """The asset's footprint sides (x, y) in its own frame (m)."""
+    from afford_sim.assets import make
+
+    x, y = np.ptp(make(category_name, seed).mesh().bounds[:, :2], axis=0)
+    return float(x), float(y)
+
+
+def _fitting_seeds(seed: int, target: str, dest: str, ratio: float, tries: int = 50) -> tuple[int, int]:
+    """Asset seeds of an object and its receiver such that the receiver's smallest footprint
+    side is at least ``ratio`` times the object's longest side; the first draw is
+    :func:`_seeds`'s, so a scene whose pair already fits is unchanged."""
+    rng = np.random.default_rng(seed)
+    for _ in range(tries):
+        s1, s2 = (int(s) for s in rng.integers(0, 10_000, size=2))
+        if min(_footprint(dest, s2)) >= ratio * max(_footprint(target, s1)):
+            return s1, s2
+    raise ValueError(f"no {dest} in {tries} draws holds a {target} (footprint ratio {ratio}); "
+                     "the two generators' sizes do not overlap")
+
+
 # AffordSim randomizes in a 30 cm window with 60 deg of yaw (15 cm / 30 deg for its policy
 # benchmark); ours is 16 cm with +-30 deg, centred where the FR3 reaches comfortably and the
 # receiver still fits on the table beside it.
@@ -217,20 +240,32 @@ class PlaceTask(Task):
     """Pick an object and place it on or in a receiver.
 
     Example: "put the banana on the plate", "place the cube in the bowl".
-    Randomized: both shapes; the object in a 16 x 16 cm window on the robot's right with
-    +-30 deg yaw; the receiver to its left, 8 cm (+-2 cm) between their footprints, any yaw.
-    Success: grasp and lift as for picking; place: after release and retreat, the object rests
-    (not held, at rest) with its centre over the receiver's footprint (within 70% of the
-    receiver's radius) and above the table.
+    Randomized: both shapes (for a receiver that contains, such as a bowl, redrawn, seeded, until
+    its footprint is at least 85% of the object's longest side, so the object can come to rest
+    in it: a 21 cm banana does not rest in a 14 cm bowl, its tip stays on the table); the object
+    in a 16 x 16 cm window on the robot's right with +-30 deg yaw; the receiver to its left, 8 cm
+    (+-2 cm) between their footprints, any yaw.
+    Success: grasp and lift as for picking; place: after release and retreat, the object rests on
+    the receiver: it touches the receiver and neither the table nor the fingers, and its centre
+    is over the receiver's footprint (in the receiver's own frame, so a long, narrow receiver is
+    judged along its axes). Touching the receiver but not the table is what "on it" means for a
+    rigid object at rest; the centre test rules out an object propped against the receiver's side.
     """
 
     skill = "place"
     actions = (NextAction.PLACE, NextAction.STACK)
 
+    #: The receiver's smallest footprint side over the object's longest side, at least.
+    fit_ratio: ClassVar[float] = 0.85
+
     def scene(self, seed: int) -> SceneSpec:
-        s1, s2 = _seeds(seed, 2)
         dest = self.destination_name
         assert dest is not None
+        containing = any("contain" in category(dest).affordances.get(p, ()) for p in category(dest).parts
+                         if "support" not in category(dest).affordances.get(p, ()))
+        s1, s2 = _seeds(seed, 2)
+        if containing:
+            s1, s2 = _fitting_seeds(seed, self.target_name, dest, self.fit_ratio)
         return _scene(
             ObjectSpec(self.target_name, self.target_name, s1, _FRONT),
             ObjectSpec(
@@ -244,22 +279,55 @@ class PlaceTask(Task):
     def check_place(self, world: BatchWorld) -> Check:
         dest = self.destination_name
         assert dest is not None
-        shapes = [s for s in world.collision_shapes() if s.object == dest]
-        verts = np.vstack([s.world_vertices() for s in shapes])
-        centre = 0.5 * (verts[:, :2].min(0) + verts[:, :2].max(0))
-        radius = 0.5 * float(np.min(verts[:, :2].max(0) - verts[:, :2].min(0)))
-        obj = world.object_center(self.target_name)
-        off = float(np.linalg.norm(obj[:2] - centre))
-        held = world.in_contact(FINGERS[0], self.target_name) or world.in_contact(
-            FINGERS[1], self.target_name
-        )
+        # The object's centre in the receiver's frame, against the receiver's footprint there:
+        # a long, narrow receiver (a sugar box on its side) is judged along its own axes.
+        pose = world.object_pose(dest)
+        verts = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == dest])
+        local = (verts - pose[:3, 3]) @ pose[:3, :3]
+        lo, hi = local[:, :2].min(0), local[:, :2].max(0)
+        centre = (world.object_center(self.target_name) - pose[:3, 3]) @ pose[:3, :3]
+        inside = bool(np.all(centre[:2] >= lo) and np.all(centre[:2] <= hi))
+        margin = float(np.min(np.concatenate([centre[:2] - lo, hi - centre[:2]])))
+        on_dest = world.in_contact(dest, self.target_name)
+        held = any(world.in_contact(f, self.target_name) for f in FINGERS)
         on_table = world.in_contact("table", self.target_name)
-        ok = off < 0.7 * radius and not held and not on_table
+        ok = inside and on_dest and not held and not on_table
         return Check(
             ok,
-            f"{off * 100:.1f} cm from the {dest}'s centre (radius {radius * 100:.1f} cm), "
-            f"still touching the fingers: {held}, on the table: {on_table}",
+            f"centre {'inside' if inside else 'outside'} the {dest}'s footprint ({margin * 100:+.1f} cm from "
+            f"its nearest edge), on the {dest}: {on_dest}, on the table: {on_table}, "
+            f"still touching the fingers: {held}",
         )
+
+
+class PlaceOnTableTask(Task):
+    """Pick an object and set it down upright elsewhere on the table.
+
+    Example: "put the soup can on the table" (AffordSim's pick_soupcan_place_table).
+    Randomized: object shape; position in a 16 x 16 cm window on the robot's right with
+    +-30 deg yaw.
+    Success: grasp and lift as for picking; place: after release and retreat, the object rests
+    on the table (touching it, not the fingers), at least 8 cm from where it started (half the
+    15 cm the skill moves it: less is a put-back, not a place), and upright: its vertical axis
+    within 20 deg of the world's (a can on its side has been dropped, not placed).
+    """
+
+    skill = "place"
+    actions = (NextAction.PLACE,)
+
+    def scene(self, seed: int) -> SceneSpec:
+        (s,) = _seeds(seed, 1)
+        return _scene(ObjectSpec(self.target_name, self.target_name, s, _FRONT))
+
+    def check_place(self, world: BatchWorld) -> Check:
+        pose = world.object_pose(self.target_name)
+        moved = float(np.linalg.norm(pose[:2, 3] - self._xyz0[:2]))
+        tilt = math.degrees(math.acos(float(np.clip(pose[2, 2], -1, 1))))
+        held = any(world.in_contact(f, self.target_name) for f in FINGERS)
+        on_table = world.in_contact("table", self.target_name)
+        ok = on_table and not held and moved >= 0.08 and tilt <= 20
+        return Check(ok, f"moved {moved * 100:.1f} cm, tilted {tilt:.0f} deg, on the table: {on_table}, "
+                         f"still touching the fingers: {held}")
 
 
 class HangTask(Task):
@@ -577,3 +645,16 @@ for _t in ("paper_cup", "mug"):
                        f"empty the {_say(_t)} into the bowl"))
 _add(OpenDrawerTask, "open-drawer-v1", target="cabinet", tier="medium",
      instructions=("open the drawer", "pull the drawer open", "open the cabinet's drawer"))
+
+# AffordSim's benchmark tasks (afford_sim.benchmark maps its ids to these), Easy tier first. The
+# seed's "cup" and "doraemoncup" are our mug.
+for _t, _d, _p in (("bowl", "plate", "on"), ("carrot", "bowl", "in"), ("carrot", "plate", "on"),
+                   ("chocolate_box", "sugar_box", "on"), ("leek", "cutting_board", "on"),
+                   ("cube", "mug", "in")):
+    _add(PlaceTask, f"place-{_slug(_t)}-{_slug(_d)}-v1", target=_t, destination=_d, tier="easy",
+         instructions=(f"put the {_say(_t)} {_p} the {_say(_d)}", f"place the {_say(_t)} {_p} the {_say(_d)}",
+                       f"move the {_say(_t)} {_ONTO[_p]} the {_say(_d)}"))
+for _t in ("bottle", "soup_can"):
+    _add(PlaceOnTableTask, f"place-{_slug(_t)}-table-v1", target=_t, tier="easy",
+         instructions=(f"put the {_say(_t)} on the table", f"place the {_say(_t)} on the table",
+                       f"set the {_say(_t)} down on the table"))

@@ -258,7 +258,9 @@ def test_default_grasp_part_fits_the_hand(category: str) -> None:
 
 
 @pytest.mark.parametrize(("category", "part"), [("mug", "body"), ("paper_cup", "body"), ("bottle", "body"),
-                                                 ("cube", "body"), ("box", "body")])
+                                                 ("cube", "body"), ("box", "body"), ("carrot", "body"),
+                                                 ("leek", "stalk"), ("pen", "body"), ("soup_can", "body"),
+                                                 ("chocolate_box", "body"), ("sugar_box", "body")])
 def test_whole_body_grasps_fit_the_hand(category: str, part: str) -> None:
     """Objects grasped around the whole body must be narrower than the hand opening."""
     for seed in SEEDS:
@@ -406,6 +408,115 @@ def test_bottle_cap_on_top() -> None:
         body, cap = part_points(a, "body"), part_points(a, "cap")
         assert cap[:, 2].min() >= body[:, 2].max() - 1e-6
         assert radial(cap).max() < 0.5 * radial(body).max()
+
+
+def lengthwise(a: Asset, part: str) -> np.ndarray:
+    """x of a part's points, for objects lying along x."""
+    return part_points(a, part)[:, 0]
+
+
+def test_carrot_leaves_are_a_low_tuft_at_the_thick_end() -> None:
+    """A grasp of the carrot must land on the root, not the tuft, and the tuft marks which end
+    is the crown: the leaves sit beyond the thickest end, lower than the root they leave."""
+    for seed in SEEDS:
+        a = asset("carrot", seed)
+        body, leaves = part_points(a, "body"), part_points(a, "leaves")
+        assert leaves[:, 0].min() >= body[:, 0].max() - 1e-6
+        length = np.ptp(body[:, 0])
+        crown = body[body[:, 0] > body[:, 0].max() - length / 3]
+        tip = body[body[:, 0] < body[:, 0].min() + 0.15 * length]
+        assert np.ptp(crown[:, 1]) > 2 * np.ptp(tip[:, 1]) and crown[:, 2].max() > 2 * tip[:, 2].max()
+        assert leaves[:, 2].max() < 0.6 * body[:, 2].max()
+        assert 2 * np.abs(body[:, 1]).max() < 0.05 and np.ptp(body[:, 0]) > 3 * np.ptp(body[:, 1])
+
+
+def test_leek_leaves_are_the_flat_green_end() -> None:
+    """A leek is held by its round stalk; the flattened leaves are the far end, lower than it."""
+    for seed in SEEDS:
+        a = asset("leek", seed)
+        stalk, leaves = part_points(a, "stalk"), part_points(a, "leaves")
+        lo, hi = a.mesh().bounds
+        assert 0.22 <= hi[0] - lo[0] <= 0.32 + 1e-9
+        assert leaves[:, 0].min() >= stalk[:, 0].max() - 1e-6
+        end = leaves[leaves[:, 0] > hi[0] - 0.02]
+        assert end[:, 2].max() < 0.5 * stalk[:, 2].max()  # flattened
+        assert 2 * np.abs(stalk[:, 1]).max() < 0.045
+
+
+def test_pen_cap_is_at_one_end_and_the_pen_lies_flat() -> None:
+    """Uncapping or pressing acts on the cap, a grasp on the barrel: the cap is one end only.
+    A pen that rolls off the table cannot be picked up: it lies on a flat face."""
+    for seed in SEEDS:
+        a = asset("pen", seed)
+        body, cap = lengthwise(a, "body"), lengthwise(a, "cap")
+        lo, hi = a.mesh().bounds
+        assert 0.13 <= hi[0] - lo[0] <= 0.15 + 1e-9 and 0.009 <= hi[1] - lo[1] <= 0.014
+        assert cap.min() >= body.max() - 1e-6 and cap.max() == pytest.approx(hi[0])
+        assert 0.04 <= np.ptp(cap) <= 0.056
+        m = a.mesh()
+        feet = m.vertices[m.vertices[:, 2] < 1e-6]
+        assert np.ptp(feet[:, 1]) > 0.004  # a face, not a line, on the table
+
+
+def test_soup_can_lid_crowns_the_can() -> None:
+    """The lid is pressed or opened from above: it is the top of an upright can that fits the hand."""
+    for seed in SEEDS:
+        a = asset("soup_can", seed)
+        body, lid = part_points(a, "body"), part_points(a, "lid")
+        assert lid[:, 2].min() >= body[:, 2].max() - 1e-6
+        assert lid[:, 2].max() == pytest.approx(a.mesh().bounds[1, 2])
+        assert 2 * radial(body).max() < MAX_GRASP_WIDTH and 0.08 <= a.params["height"] <= 0.12
+
+
+def test_chocolate_box_lid_is_its_top() -> None:
+    """Things set on a chocolate box rest on its lid: the lid is the whole top of a flat carton."""
+    for seed in SEEDS:
+        a = asset("chocolate_box", seed)
+        body, lid = part_points(a, "body"), part_points(a, "lid")
+        lo, hi = a.mesh().bounds
+        assert lid[:, 2].min() >= body[:, 2].max() - 1e-6 and lid[:, 2].max() == pytest.approx(hi[2])
+        assert hi[2] - lo[2] < min(hi[1] - lo[1], 0.35 * (hi[0] - lo[0]))  # flat
+        assert np.ptp(body[:, 1]) < 0.065
+
+
+def test_sugar_box_top_is_the_highest_face_and_holds_a_chocolate_box() -> None:
+    """AffordSim sets a chocolate box on the sugar box: the top is its flat highest face, and the
+    pair stays standing with the chocolate box centred on it, or 1 cm off to the side."""
+    for seed in SEEDS:
+        a = asset("sugar_box", seed)
+        pts, normals, labels = cloud(a)
+        top = labels == a.info.parts.index("top")
+        hi = a.mesh().bounds[1]
+        exposed = ~Solid(a).contains(pts + 0.001 * normals)  # not a face buried between pieces
+        up = (normals[:, 2] > 0.999) & (pts[:, 2] > 0.01) & exposed
+        assert np.all(top[up]) and np.allclose(pts[up, 2], hi[2])  # one level face, all top
+        assert pts[top, 2].min() >= hi[2] - 0.006 - 1e-6
+        assert np.ptp(pts[up, 0]) > 0.16 and np.ptp(pts[up, 1]) > 0.035
+        assert a.params["height"] < 2.7 * a.params["thickness"]
+        choc = asset("chocolate_box", seed)
+        half_t = a.params["thickness"] / 2
+        for offset in (0.0, 0.01):  # the chocolate box's centre, off the sugar box's midline (m)
+            com_y = (choc.mass * offset) / (choc.mass + a.mass)
+            assert abs(offset) < half_t and abs(com_y) < 0.5 * half_t  # both over the support
+
+
+def test_cutting_board_handle_is_a_tab_with_a_finger_hole() -> None:
+    """A board is carried by its handle, and food goes on the board: the handle is the narrow
+    tab at one end, flush with the board, with a hole a finger (or a gripper jaw) goes through."""
+    for seed in SEEDS:
+        a = asset("cutting_board", seed)
+        board, handle = part_points(a, "board"), part_points(a, "handle")
+        assert handle[:, 0].min() >= board[:, 0].max() - 1e-6
+        assert np.ptp(handle[:, 1]) < 0.5 * np.ptp(board[:, 1])
+        assert handle[:, 2].max() == pytest.approx(board[:, 2].max())
+        x_hole = board[:, 0].max() + 0.5 * (a.params["handle_length"] - a.params["end_bar"])
+        column = np.column_stack([np.full(20, x_hole), np.zeros(20), np.linspace(0.001, 0.03, 20)])
+        solid = Solid(a)
+        assert not solid.contains(column).any()
+        for dy in (-1, 1):  # bars on both sides of the hole
+            assert solid.contains([[x_hole, dy * (a.params["hole_width"] / 2 + 0.004), 0.005]])[0]
+        widths = pinch_widths(a, "handle")
+        assert (widths < 0.03).sum() >= 10  # a bar, pinched through the hole
 
 
 def test_rack_hooks_hold_a_mug() -> None:

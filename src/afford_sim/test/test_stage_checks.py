@@ -160,17 +160,78 @@ def test_place_fails_beside_the_receiver_and_passes_on_it() -> None:
         assert not result.ok and "still touching the fingers: True" in result.detail
 
 
-def test_place_fails_resting_on_the_receiver_near_its_edge() -> None:
-    """On the tray's flat floor but outside 70% of its radius (set down 75% of the way out): the
-    object is in the receiver's footprint yet not placed; the check measures from its centre."""
+def test_place_fails_propped_against_the_receiver_and_outside_its_footprint() -> None:
+    """Against the tray's outer wall, touching tray and table: not on it. Lifted clear of
+    everything beside the tray: outside its footprint, however it is judged."""
     with _scene("place-cube-tray-v1") as (task, world):
+        pose = world.object_pose("tray")
         verts = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == "tray"])
-        radius = 0.5 * float(np.min(verts[:, :2].max(0) - verts[:, :2].min(0)))
-        _put_centre_at(world, "cube", world.object_center("tray") + [0.75 * radius, 0.0, 0.06])
+        local = (verts - pose[:3, 3]) @ pose[:3, :3]
+        half = 0.5 * float(local[:, 0].max() - local[:, 0].min())
+        outward = pose[:3, 0]
+        size = float(np.ptp(np.vstack([s.world_vertices() for s in world.collision_shapes()
+                                       if s.object == "cube"])[:, 0]))
+        _put_centre_at(world, "cube", world.object_center("tray") + outward * (half + 0.5 * size + 0.002))
         world.advance(1.0)
         result = _check(task, "place", world)
+        assert not result.ok and "on the table: True" in result.detail, result.detail
+        _put_centre_at(world, "cube", world.object_center("tray") + outward * (half + 0.05) + [0.0, 0.0, 0.3])
+        result = _check(task, "place", world)
+        assert not result.ok and "outside" in result.detail, result.detail
+
+
+def test_place_on_a_long_narrow_receiver_is_judged_along_its_own_axes() -> None:
+    """A chocolate box set on the sugar box (lying on its narrow side) 4 cm off centre along the
+    sugar box's long axis is placed; the same 4 cm across it is off the strip and falls."""
+    with _scene("place-chocolate-box-sugar-box-v1") as (task, world):
+        pose = world.object_pose("sugar_box")
+        top = max(v[:, 2].max() for v in (s.world_vertices() for s in world.collision_shapes()
+                                          if s.object == "sugar_box"))
+        # The chocolate box is long along its x: lay it along the sugar box's long axis.
+        long_x = _extent(world, "sugar_box", 0) > _extent(world, "sugar_box", 1)
+        along = pose[:3, 0] if long_x else pose[:3, 1]
+        rot = pose[:3, :3] if long_x else pose[:3, :3] @ _yaw(np.pi / 2)
+        centre = world.object_center("sugar_box")
+        _put_centre_at(world, "chocolate_box", [*(centre + 0.04 * along)[:2], top + 0.03], rotation=rot)
+        world.advance(1.5)
+        result = _check(task, "place", world)
+        assert result.ok, result.detail
+        across = np.cross([0.0, 0.0, 1.0], along)
+        _put_centre_at(world, "chocolate_box", [*(centre + 0.06 * across)[:2], top + 0.03], rotation=rot)
+        world.advance(1.5)
+        result = _check(task, "place", world)
         assert not result.ok, result.detail
-        assert "touching the fingers: False, on the table: False" in result.detail
+
+
+def _extent(world: BatchWorld, name: str, axis: int) -> float:
+    pose = world.object_pose(name)
+    verts = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == name])
+    return float(np.ptp((verts - pose[:3, 3]) @ pose[:3, axis]))
+
+
+def _yaw(angle: float) -> np.ndarray:
+    c, s = np.cos(angle), np.sin(angle)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def test_place_on_the_table_needs_a_new_spot_upright_and_let_go() -> None:
+    """Where it started: not placed (moved 0 cm). 15 cm away upright, at rest: placed. On its
+    side there: dropped, not placed. In the hand: not placed."""
+    with _scene("place-soup-can-table-v1") as (task, world):
+        result = _check(task, "place", world)
+        assert not result.ok and "moved 0.0 cm" in result.detail, result.detail
+        start = world.object_center("soup_can")
+        _put_centre_at(world, "soup_can", start + [0.0, 0.15, 0.002])
+        world.advance(1.0)
+        result = _check(task, "place", world)
+        assert result.ok, result.detail
+        side = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # 90 deg about x
+        _put_centre_at(world, "soup_can", start + [0.0, 0.15, 0.05], rotation=side)
+        world.advance(1.0)
+        result = _check(task, "place", world)
+        assert not result.ok and "tilted 90 deg" in result.detail, result.detail
+        _grip_in_hand(world, "soup_can")
+        assert not _check(task, "place", world).ok
 
 
 def test_hang_fails_with_the_mug_on_the_table_or_dropped_in_the_air() -> None:

@@ -24,7 +24,9 @@ Shared steps (objects of revolution: mug, cup, bowl, kettle, pot, pan, rack):
   is kept while wall noise is not); groups with too few seeds are noise.
 
 Other families: elongated tools (principal axis, thick end), box furniture (front face and
-what stands off it), flat ware (well and rim), single-part objects (all body). Each rule's
+what stands off it), flat ware (well and rim), closed packages (a top band), produce, pens and
+boards lying on the table (height and width profiles along the principal axis), single-part
+objects (all body). Each rule's
 docstring states its assumptions; every constant is named at the top of the module.
 
 Scores are soft: 0.5 is the decision boundary, and a point's distance from it grows with its
@@ -828,6 +830,153 @@ def _shelf(c: _Cloud) -> Scores:
     return _rest({"board": _decided(inside & level, margin)}, "frame", c.n)
 
 
+# --- produce, packaged food, a pen and a board (AffordSim's objects) --------------------------------
+
+# Depth of the top band of a closed package below its top (m): a category prior at mid-range of
+# the asset library's bands, which follow the real objects (a can's rolled lid, a carton's
+# printed lid, a sugar box's top panel).
+TOP_BAND: dict[str, float] = {"soup_can": 0.006, "chocolate_box": 0.008, "sugar_box": 0.0045}
+# A carrot's tuft lies below this share of the crown's height (it leaves the crown's middle and
+# droops to the table); a leek's leaves flatten below this share of the stalk's height.
+CARROT_LEAVES = 0.65
+LEEK_LEAVES = 0.8
+# Length of a pen's cap (m): a category prior (caps are 40-55 mm), as for a bottle's cap; the
+# cap is too little thicker than the barrel to find it under depth noise.
+PEN_CAP = 0.047
+# Share of the end's share of the axis compared to tell a pen's capped end from its tip.
+PEN_END = 0.2
+# A cutting board's handle tab is narrower than this share of the board's width.
+BOARD_HANDLE = 0.6
+# Length step of the profiles along an object lying on the table (m).
+LENGTH_STEP = 0.005
+
+
+def _top_band(c: _Cloud, top: str, rest: str) -> Scores:
+    """Soup can, chocolate box, sugar box: ``top`` is the top ``TOP_BAND`` of a closed upright
+    package (the lid or top panel), the rest is the body."""
+    h = _level(c)
+    line = float(np.percentile(h, 99.5)) - TOP_BAND[c.category]
+    return _rest({top: _decided(h >= line, _ramp(np.abs(h - line), 0.0, c.cfg.softness))}, rest, c.n)
+
+
+class _Lengthwise:
+    """An object lying on the table along the principal axis of its footprint, profiled along it.
+
+    Attributes: ``t`` each point's position along the axis, ``band`` its ``LENGTH_STEP`` band,
+    ``edges`` the band edges, and per band the ``height`` (95th percentile above the support)
+    and ``width`` (5th to 95th percentile across the axis); bands with fewer than three points
+    take their neighbours' values.
+    """
+
+    def __init__(self, c: _Cloud) -> None:
+        xy = c.p[:, :2]
+        mu = xy.mean(axis=0)
+        _, vecs = np.linalg.eigh(np.cov((xy - mu).T))
+        self.t = (xy - mu) @ vecs[:, 1]
+        s = (xy - mu) @ vecs[:, 0]
+        h = _level(c)
+        nb = max(4, int(np.ceil(np.ptp(self.t) / LENGTH_STEP)))
+        self.edges = np.linspace(self.t.min(), self.t.max() + 1e-9, nb + 1)
+        self.band = np.clip(np.searchsorted(self.edges, self.t, side="right") - 1, 0, nb - 1)
+        height, width = np.full(nb, np.nan), np.full(nb, np.nan)
+        for b in range(nb):
+            sel = self.band == b
+            if sel.sum() >= 3:
+                height[b] = np.percentile(h[sel], 95)
+                width[b] = np.ptp(np.percentile(s[sel], [5, 95]))
+        known = np.flatnonzero(np.isfinite(height))
+        self.height = np.interp(np.arange(nb), known, height[known])
+        self.width = np.interp(np.arange(nb), known, width[known])
+
+    def beyond(self, c: _Cloud, band: int, forward: bool, part: str, rest: str) -> Scores:
+        """``part`` is every point past ``band``, the last band of ``rest`` walking forward
+        (towards larger ``t``) or backward."""
+        split = self.edges[band + 1] if forward else self.edges[band]
+        member = self.t >= split if forward else self.t < split
+        margin = _ramp(np.abs(self.t - split), 0.0, 2 * c.cfg.softness)
+        return _rest({part: _decided(member, margin)}, rest, c.n)
+
+
+def _walk(profile: np.ndarray, start: int, step: int, keep: Callable[[float], bool]) -> int:
+    """Last band from ``start`` in direction ``step`` (+1 or -1) where ``keep`` still holds."""
+    b = start
+    while 0 <= b + step < len(profile) and keep(float(profile[b + step])):
+        b += step
+    return b
+
+
+def _carrot(c: _Cloud) -> Scores:
+    """Carrot: a root tapering from its crown to its tip, a low tuft of leaves beyond the crown.
+
+    The crown is the highest band of the height profile (the root is thickest there); it sits
+    near one end (the tuft is short), while the root tapers over most of the length to the
+    other. The leaves are what lies beyond the crown towards the near end, from where the
+    height drops below ``CARROT_LEAVES`` of the crown's.
+    """
+    f = _Lengthwise(c)
+    smooth = np.median(np.lib.stride_tricks.sliding_window_view(np.pad(f.height, 1, mode="edge"), 3), axis=1)
+    crown = int(np.argmax(smooth))
+    forward = crown >= len(smooth) - 1 - crown  # the tuft is on the side of the nearer end
+    level = CARROT_LEAVES * float(smooth[crown])
+    last = _walk(smooth, crown, 1 if forward else -1, lambda v: v >= level)
+    return f.beyond(c, last, forward, "leaves", "body")
+
+
+def _leek(c: _Cloud) -> Scores:
+    """Leek: a round stalk and flattened leaves, one at each end. The stalk's end is the taller
+    of the two end quarters; the leaves start where the height first drops below
+    ``LEEK_LEAVES`` of the stalk's (its median over the stalk's end 40 %)."""
+    f = _Lengthwise(c)
+    nb = len(f.height)
+    quarter = max(1, nb // 4)
+    forward = float(np.median(f.height[:quarter])) >= float(np.median(f.height[-quarter:]))
+    profile = f.height if forward else f.height[::-1]
+    level = LEEK_LEAVES * float(np.median(profile[: max(2, int(0.4 * nb))]))
+    last = _walk(profile, 0, 1, lambda v: v >= level)
+    return f.beyond(c, last if forward else nb - 1 - last, forward, "leaves", "stalk")
+
+
+def _pen(c: _Cloud) -> Scores:
+    """Pen: the cap is the last ``PEN_CAP`` of the pen at its capped end, the end whose points
+    stand higher on average (the cap's wall and clip; the other end tapers to the tip)."""
+    f = _Lengthwise(c)
+    h = _level(c)
+    lo, hi = np.percentile(f.t, [0.5, 99.5])
+    end = PEN_END * (hi - lo)
+    forward = float(h[f.t > hi - end].mean()) >= float(h[f.t < lo + end].mean())
+    split = hi - PEN_CAP if forward else lo + PEN_CAP
+    member = f.t >= split if forward else f.t <= split
+    margin = _ramp(np.abs(f.t - split), 0.0, 2 * c.cfg.softness)
+    return _rest({"cap": _decided(member, margin)}, "body", c.n)
+
+
+def _cutting_board(c: _Cloud) -> Scores:
+    """Cutting board: the handle is the run of bands at one end of the long axis narrower than
+    ``BOARD_HANDLE`` of the board's width (the median band width); with none, all is board."""
+    f = _Lengthwise(c)
+    level = BOARD_HANDLE * float(np.median(f.width))
+    nb = len(f.width)
+    head = _walk(f.width, -1, 1, lambda v: v < level) + 1  # narrow bands at the start
+    tail = _walk(f.width[::-1], -1, 1, lambda v: v < level) + 1  # and at the end
+    if max(head, tail) == 0:
+        return _rest({"handle": np.zeros(c.n)}, "board", c.n)
+    if head > tail:
+        return f.beyond(c, head, False, "handle", "board")
+    return f.beyond(c, nb - 1 - tail, True, "handle", "board")
+
+
+def _soup_can(c: _Cloud) -> Scores:
+    return _top_band(c, "lid", "body")
+
+
+def _chocolate_box(c: _Cloud) -> Scores:
+    return _top_band(c, "lid", "body")
+
+
+def _sugar_box(c: _Cloud) -> Scores:
+    return _top_band(c, "top", "body")
+
+
 # --- single-part objects --------------------------------------------------------------------------
 
 
@@ -854,6 +1003,13 @@ RULES: dict[str, Rule] = {
     "banana": _whole,
     "box": _whole,
     "cube": _whole,
+    "carrot": _carrot,
+    "leek": _leek,
+    "pen": _pen,
+    "soup_can": _soup_can,
+    "chocolate_box": _chocolate_box,
+    "sugar_box": _sugar_box,
+    "cutting_board": _cutting_board,
 }
 
 

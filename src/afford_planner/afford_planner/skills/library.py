@@ -69,9 +69,23 @@ class Place(GraspSkill):
 
     def after_lift(self, ctx: SkillContext) -> list[Stage]:
         dest = ctx.dest_region
+        if dest is None and ctx.intent.destination is None:
+            # "put the soup can on the table": the work surface itself, beside where it stood.
+            dest = table_spot(ctx.cloud_points, ctx.runner.config.table_place_offset)
         if dest is None:
             raise ValueError("place needs the destination's receiving part")
         return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest))]
+
+
+def table_spot(cloud_points: np.ndarray, offset: float) -> np.ndarray:
+    """A 4 x 4 cm patch of the support, ``offset`` (m) sideways from where the object stood,
+    towards the robot's centreline (where the arm reaches best): points a place aims at."""
+    pts = np.asarray(cloud_points, dtype=float)
+    x, y = np.median(pts[:, :2], axis=0)
+    z = float(pts[:, 2].min())  # the object stood on the support
+    y += offset if y <= 0 else -offset
+    gx, gy = np.meshgrid(np.linspace(-0.02, 0.02, 5), np.linspace(-0.02, 0.02, 5))
+    return np.column_stack([x + gx.ravel(), y + gy.ravel(), np.full(gx.size, z)])
 
 
 @SKILLS.register("hang")

@@ -10,6 +10,7 @@ poses); a skill only reports whether each motion could be planned and executed.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -48,7 +49,12 @@ class SkillConfig:
         settle_s: Wait (s) after closing or opening the gripper.
         place_clearance: Height (m) above the destination's surface at which a placed object is
             released.
+        max_release_drop: When a receiver's walls stop the fingers on the way down (a banana
+            into a bowl), the object is released where the way is still free if that leaves it
+            at most this high (m) above the release height; a higher drop fails the stage.
         retreat: Distance (m) to back off along the approach after releasing.
+        table_place_offset: Placing on the table itself ("put the can on the table"), how far
+            (m) sideways from where the object stood it is set down.
         pull_distance: How far (m) to pull a drawer or door handle.
         pour_tilt_deg: Tilt (deg) of the held container about the axis across its pour spout.
         pour_height: Height (m) of the pour spout above the receiving rim before tilting.
@@ -66,7 +72,9 @@ class SkillConfig:
     vel_scale: float = 0.6
     settle_s: float = 0.6
     place_clearance: float = 0.015
+    max_release_drop: float = 0.03
     retreat: float = 0.10
+    table_place_offset: float = 0.15
     pull_distance: float = 0.13
     pour_tilt_deg: float = 80.0
     pour_height: float = 0.10
@@ -140,6 +148,29 @@ def _translated(pose: np.ndarray, delta: np.ndarray) -> np.ndarray:
     out = pose.copy()
     out[:3, 3] = out[:3, 3] + delta
     return out
+
+
+def _long_axis(xy: np.ndarray) -> tuple[float, float]:
+    """Yaw (rad) of the principal horizontal axis of ``xy`` and its elongation (sqrt of the
+    eigenvalue ratio; 1 for a round or square patch)."""
+    centred = xy - xy.mean(axis=0)
+    vals, vecs = np.linalg.eigh(np.cov(centred.T) + 1e-12 * np.eye(2))
+    return float(np.arctan2(vecs[1, 1], vecs[0, 1])), float(np.sqrt(vals[1] / max(vals[0], 1e-12)))
+
+
+def alignment_yaw(obj_xy: np.ndarray, support_xy: np.ndarray, min_elongation: float = 1.5,
+                  min_object_elongation: float = 1.2) -> float:
+    """The turn about the vertical (rad, within +-90 deg) that aligns a held object's long axis
+    with its support's; 0 unless the support is elongated by ``min_elongation`` and the object
+    by ``min_object_elongation`` (lower: the held object is seen partly, its ends hidden by the
+    hand, so its points understate how long it is)."""
+    if len(obj_xy) < 3 or len(support_xy) < 3:
+        return 0.0
+    a_obj, e_obj = _long_axis(np.asarray(obj_xy, dtype=float))
+    a_sup, e_sup = _long_axis(np.asarray(support_xy, dtype=float))
+    if e_obj < min_object_elongation or e_sup < min_elongation:
+        return 0.0
+    return float((a_sup - a_obj + np.pi / 2) % np.pi - np.pi / 2)
 
 
 def _rotated_about(pose: np.ndarray, axis: np.ndarray, angle: float, point: np.ndarray) -> np.ndarray:
@@ -223,14 +254,29 @@ class SkillRunner:
         """Put the held object down centred over ``surface_points`` (the receiving region)."""
         pose = self.current_pose()
         obj = held.in_world(pose)
+        turn = alignment_yaw(obj[:, :2], surface_points[:, :2])
+        if turn:
+            # A long object onto a long, narrow support (a chocolate box onto a sugar box on its
+            # side): turn it about the vertical so that the two long axes agree.
+            centre = np.append(np.median(obj[:, :2], axis=0), 0.0)
+            pose = _rotated_about(pose, np.array([0.0, 0.0, 1.0]), turn, centre)
+            obj = held.in_world(pose)
         target_xy = np.median(surface_points[:, :2], axis=0)
         top = float(np.percentile(surface_points[:, 2], 90))
         delta = np.zeros(3)
         delta[:2] = target_xy - np.median(obj[:, :2], axis=0)
         delta[2] = top + self.config.place_clearance - obj[:, 2].min()
-        above = _translated(pose, delta + np.array([0, 0, 0.08]))
+        down = 0.08
+        above = _translated(pose, delta + np.array([0, 0, down]))
         self.move_to(above, "carry")
-        self.move_line(_translated(pose, delta), "lower")
+        line = self.planner.cartesian_path(self.executor.arm_q(), _translated(pose, delta))
+        short = (1.0 - line.fraction) * down
+        blocked = not line.success and line.reason.startswith("line blocked")
+        if blocked and short <= self.config.max_release_drop:
+            # The fingers would meet the receiver's wall before the object meets its floor:
+            # let go from the last free point of the line; the object drops `short` at most.
+            line = dataclasses.replace(line, success=True)
+        self._execute(line, "lower")
         self.release_and_retreat()
 
     def plan_through(self, q: np.ndarray, poses: list[np.ndarray], stage: str) -> np.ndarray:

@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from . import containers, cookware, furniture, simple, tools
+from . import containers, cookware, furniture, groceries, simple, tools
 from .base import Asset
 from .generator import Generator
 
 GENERATORS: dict[str, Generator] = {
     **containers.GENERATORS, **cookware.GENERATORS, **tools.GENERATORS, **simple.GENERATORS,
-    **furniture.GENERATORS,
+    **furniture.GENERATORS, **groceries.GENERATORS,
 }
 
 

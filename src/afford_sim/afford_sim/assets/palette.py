@@ -15,6 +15,10 @@ METAL = ((0.0, 1.0), (0.0, 0.08), (0.45, 0.85))
 WOOD = ((0.05, 0.11), (0.35, 0.7), (0.35, 0.75))
 PAPER = ((0.0, 1.0), (0.05, 0.45), (0.8, 1.0))
 BANANA = ((0.11, 0.17), (0.55, 0.9), (0.75, 0.95))
+# Produce: carrot orange, leaf green (tops, leek leaves), the pale white-green of a leek's stalk.
+CARROT = ((0.04, 0.09), (0.75, 0.95), (0.75, 0.95))
+LEAF = ((0.22, 0.38), (0.5, 0.9), (0.3, 0.65))
+STALK = ((0.14, 0.26), (0.08, 0.35), (0.8, 0.95))
 
 
 def pick(rng: np.random.Generator, family: tuple[tuple[float, float], ...] = PLASTIC) -> RGBA:
