@@ -57,7 +57,8 @@ TARGETS: dict[str, Target] = {
         "tasks.py",
         (
             "Task.check_approach", "Task.check_grasp", "Task.check_lift", "_held",
-            "PlaceTask.check_place", "HangTask.check_hang", "PourTask.check_pour",
+            "PlaceTask.check_place", "PlaceOnTableTask.check_place", "HangTask.check_hang",
+            "PourTask.check_pour",
             "OpenDrawerTask.check_approach", "OpenDrawerTask.check_grasp", "OpenDrawerTask.check_pull",
         ),
         # The stage checks shown failing, and passing on real episodes (the spine's end-to-end
@@ -79,7 +80,10 @@ EXPLAINED: tuple[tuple[str, str, str, str], ...] = (
     ("Task.check_grasp", "comparison flipped", "world.gripper_width() > 0.004", _BOUNDARY),
     ("Task.check_lift", "comparison flipped", "dz > 0.05", _BOUNDARY),
     ("_held", "comparison flipped", "world.gripper_width() > 0.004", _BOUNDARY),
-    ("PlaceTask.check_place", "comparison flipped", "off < 0.7 * radius", _BOUNDARY),
+    ("PlaceTask.check_place", "comparison flipped", "np.all(centre[:2] >= lo)", _BOUNDARY),
+    ("PlaceTask.check_place", "comparison flipped", "np.all(centre[:2] <= hi)", _BOUNDARY),
+    ("PlaceOnTableTask.check_place", "comparison flipped", "moved >= 0.08", _BOUNDARY),
+    ("PlaceOnTableTask.check_place", "comparison flipped", "tilt <= 20", _BOUNDARY),
     ("HangTask.check_hang", "comparison flipped", "low > 0.05", _BOUNDARY),
     ("PourTask.check_pour", "comparison flipped", "tilt >= 45 and off < 0.8 * r", _BOUNDARY),
     ("HangTask.check_hang", "and/or swapped", "held = world.in_contact(FINGERS[0]",

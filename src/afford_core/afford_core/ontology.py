@@ -217,7 +217,7 @@ CATEGORIES: dict[str, Category] = {
             ("body", "lid"),
             {"body": ("grasp_body", "contain"), "lid": ("press",)},
             "body",
-            synonyms=("soup can", "soupcan", "can", "tin can"),
+            synonyms=("soup can", "soupcan", "can", "tin can", "tin"),
         ),
         # The lid is the flat top of a closed carton: small things are set on it.
         _c(
@@ -241,6 +241,86 @@ CATEGORIES: dict[str, Category] = {
             {"board": ("support",), "handle": ("grasp_handle",)},
             "handle",
             synonyms=("cutting board", "cuttingboard", "chopping board", "board"),
+        ),
+        # AffordSim's Medium-tier objects. A pepper's stem is too short and thin to hold and
+        # nothing is placed on it: like a carrot's leaves it affords nothing.
+        _c(
+            "bell_pepper",
+            ("body", "stem"),
+            {"body": ("grasp_body",), "stem": ()},
+            "body",
+            synonyms=("bell pepper", "green bell pepper", "pepper", "capsicum"),
+        ),
+        # The trigger head is part of the cap: pressed to spray, the way out of the liquid.
+        _c(
+            "scrub_bottle",
+            ("body", "cap"),
+            {"body": ("grasp_body", "contain"), "cap": ("press", "pour_out")},
+            "body",
+            synonyms=("scrub bottle", "scrubbottle", "spray bottle", "cleaner bottle"),
+            part_synonyms={"cap": ("trigger", "sprayer", "spray head", "nozzle")},
+        ),
+        # A cracker box lying on its broad face: pushed in the benchmark, small things set on it.
+        _c(
+            "cheese_box",
+            ("body",),
+            {"body": ("grasp_body", "support")},
+            "body",
+            synonyms=("cheese box", "cheez-it box", "cheezbox", "cracker box"),
+        ),
+        # Wider than the hand (a YCB coffee can is 0.102 m across): it is pushed, not picked up.
+        _c(
+            "coffee_can",
+            ("body", "lid"),
+            {"body": ("contain", "grasp_body"), "lid": ("press",)},
+            "body",
+            synonyms=("coffee can", "coffeecan", "coffee tin"),
+        ),
+        # An open carton things are dropped into. Its rim is the top of a 3-5 mm cardboard wall:
+        # pinched to hold the box, and where things go in; nothing rests on so thin an edge.
+        _c(
+            "paper_box",
+            ("inside", "rim"),
+            {"inside": ("contain",), "rim": ("grasp_body", "pour_in")},
+            "rim",
+            synonyms=("paper box", "paperbox", "cardboard box", "carton box"),
+            part_synonyms={"inside": ("interior",)},
+        ),
+        _c(
+            "basket",
+            ("body", "rim", "handle"),
+            {"body": ("contain",), "rim": ("pour_out", "pour_in"), "handle": ("grasp_handle",)},
+            "handle",
+            synonyms=("basket", "small basket"),
+        ),
+        # The plate comes first: a kettle put on the kettle base goes on the plate. The disc round
+        # it is where a hand lifts the base (pinched at its edge).
+        _c(
+            "kettle_base",
+            ("plate", "base"),
+            {"plate": ("support",), "base": ("support", "grasp_body")},
+            "base",
+            synonyms=("kettle base", "base", "kettle stand", "power base"),
+            part_synonyms={"plate": ("contact plate", "connector")},
+        ),
+        # The drip tray is what a hand takes out (to empty it) and where a cup goes.
+        _c(
+            "coffee_machine",
+            ("body", "tray", "nozzle"),
+            {"body": (), "tray": ("support",), "nozzle": ("pour_out",)},
+            "tray",
+            synonyms=("coffee machine", "coffeemachine", "espresso machine", "coffee maker"),
+            part_synonyms={"tray": ("drip tray", "cup tray"), "nozzle": ("spout", "outlet")},
+            fixed=True,
+        ),
+        # A pot lid on its own, wider than the hand: held by its knob. Only "lid" names it: "the
+        # pot lid" stays the pot's lid, and "the lid" in a scene without one is a kettle's or a pot's.
+        _c(
+            "lid",
+            ("lid", "knob"),
+            {"lid": ("support",), "knob": ("grasp_handle", "press")},
+            "knob",
+            synonyms=("lid",),
         ),
         _c(
             "rack",

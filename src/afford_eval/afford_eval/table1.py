@@ -27,7 +27,6 @@ import concurrent.futures as futures
 import json
 import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -376,7 +375,3 @@ def write_report(run_dir: Path | str) -> Path:
     path = run_dir / "report.md"
     write_atomic(path, build_report(config, load_records(run_dir), sessions).encode())
     return path
-
-
-def command_line() -> str:
-    return " ".join(["afford", *sys.argv[1:]])

@@ -77,6 +77,14 @@ class PhraseIndex(Generic[T]):
                 return n, tuple(hit)
         return None
 
+    def match_end(self, tokens: Sequence[str]) -> tuple[int, tuple[T, ...]] | None:
+        """(length, values) of the longest phrase that ends at the last token, or None."""
+        for n in range(min(self.max_len, len(tokens)), 0, -1):
+            hit = self._map.get(tuple(tokens[len(tokens) - n :]))
+            if hit is not None:
+                return n, tuple(hit)
+        return None
+
     def items(self) -> list[tuple[str, tuple[T, ...]]]:
         """(phrase, values) pairs, phrases space-joined, in insertion order."""
         return [(" ".join(k), tuple(v)) for k, v in self._map.items()]
@@ -110,10 +118,14 @@ VERBS: dict[str, VerbSense] = {
         ("pick up", "pick", "lift", "lift up", "grab", "grab hold of", "grasp", "take", "take hold of",
          "hold", "raise", "get", "seize", "snatch", "collect", "pluck", "grip", "carry", "remove",
          "take out", "retrieve"), _PICK),
+    # Everyday "put" verbs: "pop the cube in the mug" and "stick it in the bowl" put the object
+    # down in the receiver; nothing is pushed into a tight opening (that is "insert").
     **dict.fromkeys(
         ("put", "place", "set", "move", "put down", "set down", "lay", "lay down", "drop", "drop off",
-         "transfer", "relocate", "deposit", "put away", "return"), _PLACE),
-    **dict.fromkeys(("insert", "slot", "plug", "stick", "slide in"), VerbSense(NextAction.INSERT)),
+         "transfer", "relocate", "deposit", "put away", "return", "pop", "plop", "plonk", "stick", "shift",
+         "park", "rest", "sit", "stand", "position", "reposition", "lower", "tuck", "load", "put back",
+         "set back", "place back"), _PLACE),
+    **dict.fromkeys(("insert", "slot", "plug", "slide in"), VerbSense(NextAction.INSERT)),
     **dict.fromkeys(("pour", "pour out", "empty", "tip", "decant"), VerbSense(NextAction.POUR)),
     **dict.fromkeys(("stack", "pile", "heap", "nest"), VerbSense(NextAction.STACK)),
     **dict.fromkeys(("hang", "hang up", "hook", "suspend"), VerbSense(NextAction.HANG)),
@@ -127,7 +139,33 @@ VERBS: dict[str, VerbSense] = {
     **dict.fromkeys(("pull", "drag", "tug", "yank", "draw"), VerbSense(NextAction.PULL)),
 }
 
-VERB_INDEX: PhraseIndex[VerbSense] = PhraseIndex(VERBS.items())
+
+def gerund(word: str) -> str:
+    """The -ing form of a one-word verb: "pop" -> "popping", "place" -> "placing"."""
+    vowels = "aeiou"
+    if word.endswith("ie"):
+        return word[:-2] + "ying"
+    if word.endswith("e") and not word.endswith(("ee", "ye", "oe")) and len(word) > 2:
+        return word[:-1] + "ing"
+    # One syllable ending consonant-vowel-consonant doubles its last letter ("drop", "set").
+    if (len(word) >= 3 and word[-1] not in vowels + "wxy" and word[-2] in vowels
+            and word[-3] not in vowels and sum(c in vowels for c in word) == 1):
+        return word + word[-1] + "ing"
+    return word + "ing"
+
+
+def _gerund_phrase(phrase: str) -> str:
+    first, _, rest = phrase.partition(" ")
+    return f"{gerund(first)} {rest}".strip()
+
+# "Would you mind popping the cube in the mug": after such framing the verb comes as a gerund.
+# A gerund that is also a grasp marker ("holding its body") or a keep-clear opener stays that.
+_NOT_GERUND_VERBS = frozenset({"holding", "using", "keeping", "leaving"})
+VERB_INDEX: PhraseIndex[VerbSense] = PhraseIndex(
+    [*VERBS.items(),
+     *((g, sense) for p, sense in VERBS.items()
+       if (g := _gerund_phrase(p)).split()[0] not in _NOT_GERUND_VERBS)]
+)
 
 # A push or pull that ends in one of these words opens or closes ("push the drawer shut").
 RESULTATIVES: dict[str, NextAction] = {
@@ -168,6 +206,15 @@ MARKERS: dict[str, Marker] = {
     **dict.fromkeys(("to", "toward", "towards", "back to", "back on", "back onto", "back in", "back into"),
                     Marker("destination", "to", directional=True)),
     **dict.fromkeys(("from", "out of", "off", "off of", "from inside"), Marker("source")),
+    # "pour what's in the mug into the bowl": the contents, named by where they are, make the
+    # container the source.
+    **dict.fromkeys(
+        # Never "everything in" alone: "put everything in the bowl" names the destination.
+        (f"{what} {be} {where}"
+         for what in ("what", "whatever", "all that", "everything that", "anything that")
+         for be in ("is", "'s") for where in ("in", "inside", "inside of")),
+        Marker("source")),
+    **dict.fromkeys(("whats in", "whats inside", "whatevers in", "whatevers inside"), Marker("source")),
     # Relations the intent cannot express; refusing them beats dropping them silently.
     **dict.fromkeys(
         ("next to", "beside", "besides", "behind", "in front of", "near", "under", "underneath",
@@ -204,8 +251,69 @@ LEADING_FILLERS: PhraseIndex[str] = PhraseIndex(
     (p, p) for p in ("please", "can you", "could you", "would you", "will you", "robot", "hey robot",
                      "i want you to", "i need you to", "i would like you to", "now", "go ahead and",
                      "go and", "try to", "kindly", "just", "also", "first", "carefully", "gently",
-                     "slowly", "quickly", "then")
+                     "slowly", "quickly", "then", "would you mind", "do you mind", "would you please",
+                     "could you please", "can you please", "will you please", "would you kindly",
+                     "ok", "okay", "ok so", "okay so", "alright", "all right", "hey", "um", "uh",
+                     "well", "id like you to", "i d like you to", "lets", "let us", "you can", "we need to",
+                     "next", "right now", "please could you", "please can you", "please would you",
+                     "would you be able to", "could you be able to", "are you able to", "can i ask you to",
+                     "i would like you to please", "could you go ahead and", "real quick")
 )
+# Politeness after the request, at the end of a clause or as a clause of its own
+# ("..., please?", "... for me", "..., would you?"): they ask for nothing.
+TAIL_FILLERS: PhraseIndex[str] = PhraseIndex(
+    (p, p) for p in ("please", "thanks", "thank you", "thanks a lot", "thank you very much", "cheers",
+                     "for me", "for me please", "if you can", "if you could", "if you would", "if possible",
+                     "if you do not mind", "if you dont mind", "when you can", "would you", "could you",
+                     "can you", "will you", "ok", "okay", "now", "right now", "real quick", "quickly",
+                     "carefully", "gently", "slowly", "please and thank you", "thx", "ty", "pls", "plz",
+                     "right away", "straight away", "as well")
+)
+
+# Where on the work surface, without naming a receiver: "somewhere else on the table", "shift
+# it over a bit". The place task moves the object to a free spot of the surface anyway.
+ELSEWHERE: PhraseIndex[str] = PhraseIndex(
+    (p, p) for p in ("elsewhere", "somewhere else", "somewhere", "anywhere else", "anywhere", "over a bit",
+                     "over a little", "over a little bit", "a bit", "a little", "a little bit", "slightly",
+                     "a bit further", "a little further", "aside")
+)
+# A spot of a surface or object, not a thing: "to a different spot on the table".
+SPOTS: frozenset[str] = frozenset({"spot", "place", "position", "location", "area", "space", "point", "bit",
+                                   "patch", "part"})
+SPOT_MODIFIERS: frozenset[str] = frozenset(
+    {"different", "new", "other", "another", "free", "empty", "clear", "open", "fresh", "nearby", "better",
+     "else", "some", "separate", "vacant", "available", "spare", "same", "good", "nice", "random"}
+)
+# A purpose or result linking the object to its destination: "move the bowl so it sits on the
+# plate" says "on the plate" again; the link is skipped and the destination kept.
+RESULT_LINKS: PhraseIndex[str] = PhraseIndex(
+    (f"{so} {it} {verb}", "result")
+    for so in ("so", "so that", "such that", "until")
+    for it in ("it", "they", "its")
+    for verb in ("sits", "rests", "is", "s", "'s", "ends up", "lies", "stands", "goes", "winds up", "lands",
+                 "will sit", "will be", "will rest", "is sitting", "is resting", "is standing", "is lying",
+                 "sit", "rest", "stays", "remains", "can sit", "can rest")
+)
+# A clause that only restates the goal or the place's default manner ("and leave it in there",
+# "keeping it standing up", "make sure it stays upright"): the pronoun's object, no new object
+# or part. Openers start such a clause; every word after it must be a RESTATE_WORDS word.
+RESTATE_OPENERS: PhraseIndex[str] = PhraseIndex(
+    (p, p) for p in ("leave", "leaving", "let", "keep", "keeping", "make sure", "making sure", "ensure",
+                     "ensuring", "so", "so that", "stand", "standing", "sitting", "resting", "with")
+)
+RESTATE_WORDS: frozenset[str] = frozenset(
+    {"it", "them", "there", "in", "inside", "on", "top", "of", "here", "place", "stays", "stay", "remains",
+     "remain", "is", "s", "'s", "sits", "sit", "sitting", "rests", "rest", "resting", "stands", "stand",
+     "standing", "up", "upright", "vertical", "vertically", "straight", "level", "flat", "steady", "stable",
+     "securely", "safely", "where", "belongs", "does", "not", "fall", "falls", "over", "tip", "topple",
+     "that", "right", "side", "way", "the", "properly", "nicely", "be", "go", "down"}
+)
+# A restating clause that says where refers back with one of these.
+RESTATE_CORE: frozenset[str] = frozenset({"it", "them", "there"})
+# Words that say where ("leave it in there"): such a clause restates only a destination the
+# sentence named before it, never a bare pick ("pick up the cup and leave it there" is refused).
+RESTATE_WHERE: frozenset[str] = frozenset({"in", "inside", "on", "top", "there", "here", "place", "where",
+                                           "belongs"})
 
 DETERMINERS: frozenset[str] = frozenset(
     {"the", "a", "an", "its", "their", "his", "her", "my", "your", "our", "this", "that", "these",
@@ -223,7 +331,9 @@ MODIFIERS: frozenset[str] = frozenset(
 TRAILING_OK: frozenset[str] = frozenset(
     {"please", "carefully", "gently", "slowly", "quickly", "now", "again", "too", "also", "up", "down",
      "over", "back", "here", "there", "for", "me", "thanks", "thank", "you", "firmly", "safely",
-     "instead", "away", "out", "properly"}
+     "instead", "away", "out", "properly", "upright", "standing", "vertically", "straight", "flat",
+     "securely",
+     "steady", "level", "softly", "neatly", "nicely", "pls", "plz"}
 )
 PARTICLES: frozenset[str] = frozenset({"up", "down", "over", "back", "away", "out"})
 

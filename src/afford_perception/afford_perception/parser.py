@@ -3,10 +3,14 @@
 The grammar is small and deterministic (AffordSim's "verb chain plus per-object role"):
 
     sentence := clause (BREAK clause)*             BREAK: "," "and" "then" ...
-    clause   := FILLER* (keep | action | noun)
+    clause   := FILLER* (keep | action | restate | noun) FILLER*
     action   := VERB object (MARKER phrase)*       MARKER: by/with (grasp), on/in/to
                                                    (destination), from/off (source)
     keep     := "without touching" part | "keep" part "clear" | ...
+    restate  := "leave it in there" | "keeping it upright" | ...   (dropped)
+
+FILLER is politeness on either side of a clause ("could you", "would you mind" + gerund,
+"..., please?", "for me"); a clause of nothing else is dropped.
 
 At most two action clauses: a pick followed by what happens next ("pick up the kettle by
 its handle and pour into the bowl"). The ontology then decides the rest: which part the next
@@ -34,10 +38,34 @@ Decisions worth knowing (each is a rule, not a per-task special case):
   ``drawer_*`` handle and becomes ``use_region`` (the part that moves).
 - After a pick verb, "on/in X" says where the object is (dropped); "onto/into/to X" makes
   the task a place.
+- A destination named by the head noun of its own name ("the base": the kettle base, and also
+  its base part) is the whole object, and the affordances choose where it receives (the
+  plate); "the hook" (the rack, and its hook) still names the hook.
 - A word the ontology maps to a category absent from ``known_objects`` resolves to the one
   present category it is the head noun of ("cup" -> paper_cup when no mug is present).
 - Words after the object's name must be fillers: "the banana upside down" is refused, not
-  read as "the banana".
+  read as "the banana". "Upright" and "standing" are fillers: every place sets the object down
+  upright.
+- "Somewhere else", "elsewhere", "over a bit", and a spot ("another spot", "a new place") say
+  where on the work surface: a place with no destination object, like "on the table". A spot
+  of a named receiver ("a free spot on the tray") is that receiver.
+- Phrases that locate a destination merge with it: "a hook on the rack" is the rack's hook,
+  "the bowl on the table" the bowl. Two receivers ("on the plate in the bowl") are refused.
+- A place onto a part that affords hang, or onto an object whose parts offer it ("on the
+  rack"), by an object that can hang, is a hang. In the hang's own clause "by its handle", or
+  "the mug's handle" as the object, names the part that hangs, not the grasp; a grasp named
+  by a pick verb ("grab it by the handle and hang it") or "holding" is still the grasp.
+- "Stick" and "pop" are everyday "put" (a place); "insert" stays an insert, which no
+  benchmark task serves: the place skill aims at the receiver's containing part, an insert
+  at its opening.
+- Contents named by where they are ("what's in the mug", "the tea in the mug") make that
+  container the pour's source.
+- A clause that only restates the goal ("and leave it in there", "so it sits on the plate",
+  "keeping it standing up") is dropped; "there" restates only a destination the sentence
+  named ("pick up the cup and leave it there" is refused).
+- A verbless sentence is a place only with a motion preposition ("carrot into the bowl");
+  when the object could also pour into the receiver ("kettle into the bowl") it is refused
+  as ambiguous, and "the carrot in the bowl" (where it is) is no task.
 """
 
 from __future__ import annotations
@@ -191,7 +219,7 @@ _MOVES_TARGET = frozenset({NextAction.PICK, NextAction.PLACE, NextAction.INSERT,
 
 # --------------------------------------------------------------------------- parse state
 
-NPKind = Literal["object", "pronoun", "person", "surface", "substance", "empty"]
+NPKind = Literal["object", "pronoun", "person", "surface", "spot", "substance", "empty"]
 
 
 @dataclass(frozen=True)
@@ -225,6 +253,12 @@ class _ActionClause:
     source: list[list[str]] = field(default_factory=list)
     resultative: NextAction | None = None
     down: bool = False
+    # Grasp slots opened by "by": for a hang, "by its handle" names the part that hangs.
+    by: list[list[str]] = field(default_factory=list)
+    # "somewhere else", "over a bit": a place on the work surface, which need not be named.
+    elsewhere: bool = False
+    # No verb at all ("carrot into the bowl"), read as a place.
+    verbless: bool = False
 
 
 def _join(items: Sequence[str]) -> str:
@@ -270,6 +304,15 @@ class _Parser:
             clause = self._strip_fillers(clause)
             if not clause:
                 continue
+            if previous == "action" and (self._restates(clause, actions[-1])
+                                         or all(t in lx.TRAILING_OK for t in clause)):
+                continue  # "..., keeping it upright", "... and leave it in there", "..., upright"
+            link = lx.RESULT_LINKS.match(clause, 0)
+            if previous == "action" and link is not None \
+                    and lx.MARKER_INDEX.match(clause, link[0]) is not None:
+                # "move the bowl, so that it sits on the plate": the destination of that action.
+                self._fill_slots(actions[-1], clause[link[0]:], continuing=True)
+                continue
             opener = lx.KEEP_CLEAR_INDEX.match(clause, 0)
             verb = lx.VERB_INDEX.match(clause, 0)
             if opener is not None and (verb is None or opener[0] >= verb[0]):
@@ -286,6 +329,12 @@ class _Parser:
                     keep += self._split_alternatives(clause)
                     continue
                 words = " ".join(clause)
+                if not actions and not keep:
+                    verbless = self._verbless_place(clause)
+                    if verbless is not None:
+                        actions.append(verbless)
+                        previous = "action"
+                        continue
                 if actions:
                     raise self.fail(ParseErrorKind.UNSUPPORTED,
                                     f"'{words}' has no verb of its own in '{self.text}': give one object "
@@ -317,15 +366,46 @@ class _Parser:
 
     @staticmethod
     def _strip_fillers(clause: list[str]) -> list[str]:
+        """The clause without politeness around it; empty when it is nothing else ("please")."""
         i = 0
         while i < len(clause):
-            hit = lx.LEADING_FILLERS.match(clause, i)
-            # A filler that is also the whole rest ("now") or that starts a verb ("get")
-            # is only stripped when something follows it.
-            if hit is None or i + hit[0] >= len(clause):
+            hit = lx.LEADING_FILLERS.match(clause, i) or lx.TAIL_FILLERS.match(clause, i)
+            if hit is None:
                 break
             i += hit[0]
-        return clause[i:]
+        end = len(clause)
+        while end > i:
+            tail = lx.TAIL_FILLERS.match_end(clause[i:end])
+            if tail is None:
+                break
+            end -= tail[0]
+        return clause[i:end]
+
+    @staticmethod
+    def _restates(clause: list[str], before: _ActionClause) -> bool:
+        """Whether a clause after an action only restates it: its goal ("and leave it in
+        there") or the place's own manner ("keeping it standing up", "sitting upright"). It
+        names no object or part; a clause that says where must refer back ("it", "there") and
+        restates only an action that named where (a destination or "elsewhere")."""
+        hit = lx.RESTATE_OPENERS.match(clause, 0)
+        if hit is None:
+            return False
+        rest = clause[hit[0]:]
+        if not rest or any(t not in lx.RESTATE_WORDS for t in rest):
+            return False
+        says_where = any(t in lx.RESTATE_WHERE for t in rest)
+        if not says_where:  # manner only: "standing upright", "keeping it steady"
+            return True
+        return any(t in lx.RESTATE_CORE for t in rest) and (bool(before.dest) or before.elsewhere)
+
+    def _verbless_place(self, clause: list[str]) -> _ActionClause | None:
+        """"carrot into the bowl": an object moved by a motion preposition ("into", "onto",
+        "to") is a place; "the carrot in the bowl" (where it is) stays no task at all."""
+        ac = _ActionClause(words=" ".join(clause), verb="", sense=lx.VERBS["put"], verbless=True)
+        self._fill_slots(ac, clause)
+        if not ac.obj or ac.grasp or ac.source or len(ac.dest) != 1 or not ac.dest[0].directional:
+            return None
+        return ac
 
     @staticmethod
     def _starts_noun(clause: list[str]) -> bool:
@@ -398,9 +478,20 @@ class _Parser:
         current: list[str] = [] if continuing else ac.obj
         i = 0
         while i < len(rest):
+            # "somewhere else", "over a bit" before "over" is read as a destination.
+            where = lx.ELSEWHERE.match(rest, i)
+            if where is not None:
+                ac.elsewhere = True
+                i += where[0]
+                continue
+            link = lx.RESULT_LINKS.match(rest, i)
+            if link is not None:  # "so it sits": the destination that follows is the action's
+                i += link[0]
+                continue
             hit = lx.MARKER_INDEX.match(rest, i)
-            # A marker with nothing after it is a particle ("hand the hammer over").
-            if hit is not None and i + hit[0] < len(rest):
+            # A marker with nothing after it is a particle ("hand the hammer over"), and so is
+            # one right before another ("move it over to the bowl", "put it back onto").
+            if hit is not None and i + hit[0] < len(rest) and lx.MARKER_INDEX.match(rest, i + hit[0]) is None:
                 n, (marker,) = hit[0], hit[1][:1]
                 words = " ".join(rest[i : i + n])
                 if marker.slot == "unsupported":
@@ -408,8 +499,14 @@ class _Parser:
                                     f"the relation '{words}' in '{self.text}' is not supported: say where "
                                     "the object goes with 'on', 'in' or 'into' a named object")
                 current = []
-                if marker.slot == "grasp":
+                if marker.slot == "grasp" and words == "at" \
+                        and self._is_spot(self._up_to_marker(rest, i + n)):
+                    # "place it at a new spot": a location, not a part to hold.
+                    ac.dest.append(_Destination("on", True, current))
+                elif marker.slot == "grasp":
                     ac.grasp.append(current)
+                    if words == "by":
+                        ac.by.append(current)
                 elif marker.slot == "source":
                     ac.source.append(current)
                 else:
@@ -418,10 +515,31 @@ class _Parser:
                 continue
             current.append(rest[i])
             i += 1
-        if not continuing and ac.sense.action in (NextAction.PUSH, NextAction.PULL) and ac.obj \
-                and ac.obj[-1] in lx.RESULTATIVES:
-            ac.resultative = lx.RESULTATIVES[ac.obj.pop()]
+        # "move it over so it rests on the plate": "over" opened a slot the result link left
+        # empty; the destination is the one that follows.
+        if len(ac.dest) > 1:
+            ac.dest[:] = [d for d in ac.dest if self._strip_trailing(d.tokens)] or ac.dest[-1:]
+        if not continuing and ac.sense.action in (NextAction.PUSH, NextAction.PULL):
+            # "slide the drawer open for me": the result word may be followed by fillers.
+            kept = self._strip_trailing(ac.obj)
+            if kept and kept[-1] in lx.RESULTATIVES:
+                ac.resultative = lx.RESULTATIVES[kept[-1]]
+                del ac.obj[len(kept) - 1 :]
         ac.down = ac.down or "down" in rest
+
+    @staticmethod
+    def _up_to_marker(tokens: list[str], start: int) -> list[str]:
+        end = start
+        while end < len(tokens) and lx.MARKER_INDEX.match(tokens, end) is None:
+            end += 1
+        return tokens[start:end]
+
+    @classmethod
+    def _is_spot(cls, tokens: list[str]) -> bool:
+        """"a different spot", "another place": somewhere, not something."""
+        content = [t for t in cls._strip_trailing(tokens) if t not in lx.DETERMINERS]
+        return bool(content) and content[-1] in lx.SPOTS \
+            and all(t in lx.SPOT_MODIFIERS or t in lx.MODIFIERS for t in content[:-1])
 
     # ----------------------------------------------------------------- noun phrases
 
@@ -469,6 +587,8 @@ class _Parser:
             return _NounPhrase("", "empty")
         if whole in lx.PRONOUNS:
             return _NounPhrase(whole, "pronoun")
+        if self._is_spot(content):
+            return _NounPhrase(whole, "spot")
         spans = self._spans(content)
         if not spans:
             head2 = " ".join(content[-2:])
@@ -691,11 +811,20 @@ class _Parser:
         if action is NextAction.PICK:
             sources += [d.tokens for d in dests if not d.directional]
             dests = [d for d in dests if d.directional]
-        if len(dests) > 1:
-            raise self.fail(ParseErrorKind.AMBIGUOUS,
-                            f"'{self.text}' names {len(dests)} destinations; name one")
-        dest = dests[0] if dests else None
-        dest_np = self._noun_phrase(dest.tokens) if dest is not None else None
+        elif action is NextAction.POUR and any(d.directional for d in dests):
+            # "pour the water in the kettle into the bowl": "in" before "into" says where the
+            # water is, so it names the source.
+            first_motion = next(k for k, d in enumerate(dests) if d.directional)
+            sources += [d.tokens for d in dests[:first_motion] if d.relation == "in"]
+            dests = [d for k, d in enumerate(dests) if k >= first_motion or d.relation != "in"]
+        dest, dest_np = self._one_destination(dests)
+        # "pull out the drawer on the cabinet": a part, and where on its object it is; not where
+        # it goes ("stack the red cube on the blue cube" names two objects of one category).
+        if dest is not None and dest_np is not None and not dest.directional and dest_np.kind == "object" \
+                and dest_np.part is None:
+            objs = [first_obj, *([self._noun_phrase(actions[1].obj)] if len(actions) == 2 else [])]
+            if any(o.category == dest_np.category and o.part is not None for o in objs):
+                dest, dest_np = None, None
         if dest_np is not None and dest_np.kind in ("pronoun", "empty", "substance"):
             raise self.fail(ParseErrorKind.INCOMPLETE,
                             f"the destination '{dest_np.words}' in '{self.text}' names no object")
@@ -717,7 +846,27 @@ class _Parser:
 
         target = self._target(action, actions, first_obj, sources)
         cat = CATEGORIES[target.category or ""]
+        if action is NextAction.PLACE and self._hangs_on(cat, dest_np):
+            action = NextAction.HANG  # "put the mug on one of the rack's hooks"
+        if main.verbless and action is NextAction.PLACE and dest is not None and dest.relation == "in" \
+                and cat.parts_with("pour_out") and dest_np is not None and dest_np.kind == "object" \
+                and any(CATEGORIES[dest_np.category or ""].parts_with(a) for a in ("pour_in", "contain")):
+            raise self.fail(ParseErrorKind.AMBIGUOUS,
+                            f"'{self.text}' has no verb, and the {_human(cat.name)} could be put or poured "
+                            f"into the {dest_np.words}: say 'put' or 'pour'")
         rule = _RULES[action]
+        # "hang the mug by its handle", "hook the mug's handle on the rack": the part that hangs,
+        # not where to hold it. Only in the hang's own clause: "pick up the mug by its handle
+        # and hang it" does grasp the handle (and is refused).
+        hang_part: str | None = None
+        if action is NextAction.HANG:
+            for slot in main.by:
+                part = self._part_phrase(slot, cat.name, target.part, "grasp")
+                if "hang" in cat.affordances.get(part, ()):
+                    hang_part = part
+                    grasp_slots = [g for g in grasp_slots if g is not slot]
+            if target.part is not None and "hang" in cat.affordances.get(target.part, ()):
+                hang_part = target.part
         explicit = self._explicit_grasp(grasp_slots, cat.name, target)
         keep_clear = {self._part_phrase(k, cat.name, target.part, "part to keep clear") for k in keep}
 
@@ -739,12 +888,14 @@ class _Parser:
             named = target.part
             if target.implied and not any(p == named for a in _GRASPABLE for p in cat.parts_with(a)):
                 named = None
+            if named == hang_part:
+                named = None
             if named is not None and explicit not in (None, named):
                 raise self.fail(ParseErrorKind.CONTRADICTION,
                                 f"contradictory task '{self.text}': names both the {_human(named)} and "
                                 f"the {_human(explicit or '')} of the {_human(cat.name)} as the grasp")
             explicit = explicit or named
-            use = self._use_part(action, rule, cat, explicit)
+            use = self._use_part(action, rule, cat, explicit, hang_part)
             if use is not None and rule.use_purpose:
                 keep_clear.add(use)
             grasp = self._grasp(rule, cat, explicit, keep_clear)
@@ -759,6 +910,55 @@ class _Parser:
             use_region=use,
             text=self.original,
         )
+
+    def _one_destination(self, dests: list[_Destination]) -> tuple[_Destination | None, _NounPhrase | None]:
+        """The destination, with phrases that locate it merged in: "a hook on the rack" (the
+        rack's hook), "another spot on the table" (the table), "the bowl on the table" (the bowl)."""
+        merged: list[tuple[_Destination, _NounPhrase]] = []
+        for d in dests:
+            here = (d, self._noun_phrase(d.tokens))
+            if merged:
+                joined = self._locate(merged[-1], here)
+                if joined is not None:
+                    merged[-1] = joined
+                    continue
+            merged.append(here)
+        if len(merged) > 1:
+            raise self.fail(ParseErrorKind.AMBIGUOUS,
+                            f"'{self.text}' names {len(merged)} destinations; name one")
+        return merged[0] if merged else (None, None)
+
+    @staticmethod
+    def _locate(a: tuple[_Destination, _NounPhrase],
+                b: tuple[_Destination, _NounPhrase]) -> tuple[_Destination, _NounPhrase] | None:
+        """``a`` followed by ``b`` as one destination, or None when they name two."""
+        (da, na), (db, nb) = a, b
+        if na.kind == "spot":  # "to another spot on the plate": the plate
+            return _Destination(db.relation, da.directional or db.directional, db.tokens), nb
+        if db.directional:  # "onto the plate onto the tray" names two
+            return None
+        if nb.kind in ("surface", "spot") and na.kind in ("object", "surface"):
+            return a  # "the bowl on the table": the bowl
+        same = na.kind == nb.kind == "object" and na.category == nb.category
+        if same and (na.part is None) != (nb.part is None):
+            # "a hook on the rack", "the rack, on its hook": one object, one part.
+            return (da, na) if na.part is not None else (da, _NounPhrase(na.words, "object", nb.category,
+                                                                         nb.part, nb.implied))
+        if same and na.part == nb.part:
+            return a
+        return None
+
+    @staticmethod
+    def _hangs_on(cat: Category, dest_np: _NounPhrase | None) -> bool:
+        """Whether a place of ``cat`` on ``dest_np`` is a hang: the object has a part that hangs
+        and the receiver is a part that affords hang ("one of the hooks") or an object whose
+        parts offer hang ("the mug rack"). A part that does not ("the rack's base") is a place."""
+        if dest_np is None or dest_np.kind != "object" or not cat.parts_with("hang"):
+            return False
+        dcat = CATEGORIES[dest_np.category or ""]
+        if dest_np.part is None or (dest_np.implied and dest_np.part == dcat.name.rsplit("_", 1)[-1]):
+            return bool(dcat.parts_with("hang"))
+        return "hang" in dcat.affordances.get(dest_np.part, ())
 
     def _target(self, action: NextAction, actions: list[_ActionClause], first_obj: _NounPhrase,
                 sources: list[list[str]]) -> _NounPhrase:
@@ -810,10 +1010,13 @@ class _Parser:
                             "both named")
         return named.pop() if named else None
 
-    def _use_part(self, action: NextAction, rule: _Rule, cat: Category, explicit: str | None) -> str | None:
+    def _use_part(self, action: NextAction, rule: _Rule, cat: Category, explicit: str | None,
+                  prefer: str | None = None) -> str | None:
         # Affordances are a fallback chain: a pan has no pour_out part, so it pours over the
         # part that contains; a kettle pours through its spout only, never its body.
         candidates = next((list(cat.parts_with(a)) for a in rule.use if cat.parts_with(a)), [])
+        if prefer in candidates:  # the sentence named which one ("hang it by its handle")
+            candidates = [prefer, *(p for p in candidates if p != prefer)]
         if not candidates:
             if rule.use_required:
                 raise self.fail(ParseErrorKind.UNSUPPORTED,
@@ -887,14 +1090,14 @@ class _Parser:
     def _destination(self, action: NextAction, rule: _Rule, dest: _Destination | None,
                      dest_np: _NounPhrase | None, main: _ActionClause) -> tuple[str | None, str | None]:
         if dest_np is None or dest_np.kind == "person":
-            if rule.destination == "required" and not (rule.surface_ok and main.down):
+            if rule.destination == "required" and not (rule.surface_ok and (main.down or main.elsewhere)):
                 example = "into the bowl" if action is NextAction.POUR else "on the rack" \
                     if action is NextAction.HANG else "on the plate"
                 raise self.fail(ParseErrorKind.INCOMPLETE,
                                 f"'{self.text}' does not say where to {_human(action.value)} it: "
                                 f"name the receiving object, e.g. '{example}'")
             return None, None
-        if dest_np.kind == "surface":
+        if dest_np.kind in ("surface", "spot"):
             if rule.surface_ok:
                 return None, None
             raise self.fail(ParseErrorKind.UNSUPPORTED,
@@ -907,12 +1110,17 @@ class _Parser:
         assert dest is not None and dest_np.category is not None
         dcat = CATEGORIES[dest_np.category]
         wanted = rule.receiving(dest.relation)
-        if dest_np.part is not None:
-            affs = dcat.affordances.get(dest_np.part, ())
-            if any(a in affs for a in wanted) or (rule.body_fallback and dest_np.part == "body"):
-                return dcat.name, dest_np.part
+        part = dest_np.part
+        # The head noun of the object's own name names the whole object, not its part of that
+        # name: "on the base" is on the kettle base, which receives on its plate.
+        if dest_np.implied and part == dcat.name.rsplit("_", 1)[-1]:
+            part = None
+        if part is not None:
+            affs = dcat.affordances.get(part, ())
+            if any(a in affs for a in wanted) or (rule.body_fallback and part == "body"):
+                return dcat.name, part
             raise self.fail(ParseErrorKind.UNSUPPORTED,
-                            f"the {_human(dcat.name)}'s {_human(dest_np.part)} cannot receive a "
+                            f"the {_human(dcat.name)}'s {_human(part)} cannot receive a "
                             f"{_human(action.value)} ('{self.text}'): it affords {_join(affs)}, "
                             f"not {' or '.join(wanted)}")
         for aff in wanted:

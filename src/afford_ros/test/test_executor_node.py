@@ -701,7 +701,18 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         names = [*(f"fr3_joint{i}" for i in range(1, 8)), "fr3_finger_width"]
         pub.publish(JointState(name=names, position=[*(float(v) for v in q), 0.04]))
 
-    node.create_timer(0.01, publish_world)
+    # The world publishes from a thread of its own, not from this process's executor, which
+    # also serves the action client's callbacks and can fall behind on a loaded machine: a world
+    # that goes quiet for state_timeout_s is, correctly, a communication fault for the executor.
+    world_on = threading.Event()
+    world_on.set()
+
+    def world_loop() -> None:
+        while world_on.is_set():
+            publish_world()
+            time.sleep(0.01)
+
+    threading.Thread(target=world_loop, daemon=True).start()
     # Made before the spin starts: rclpy's ActionClient registers itself with the node before it
     # is fully built, and a spin running meanwhile dies on the half-made client (the world then
     # stops publishing, which once looked like an executor fault).
@@ -714,6 +725,14 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         _wait_line(proc, "executor ready", 60.0)
         threading.Thread(target=lambda: proc.stdout and output.extend(proc.stdout), daemon=True).start()
         graph.wait_for_server()
+        # The action server can be discovered before the executor's /joint_states subscription
+        # has matched this world's publisher (on a loaded machine, seconds apart); a goal sent in
+        # between meets an executor that has never seen the arm and is refused for it.
+        end = time.monotonic() + 30.0
+        while pub.get_subscription_count() < 1 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert pub.get_subscription_count() >= 1, "the executor never subscribed to /joint_states"
+        time.sleep(0.5)  # a few world states delivered
         times, qs = ramp(q_world.copy(), np.array([0.2, 0, 0, 0.1, 0, 0, 0]), 1.0)
         result = graph.run(times, qs, 10.0)
         assert result.success, result.message
@@ -771,6 +790,8 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         with lock:
             assert len(commands) == n + len(streamed)  # and nothing came after the hold
     finally:
+        world_on.clear()
+        time.sleep(0.05)  # the world thread's last publish, before the node goes
         spin.shutdown()
         node.destroy_node()
         ctx.try_shutdown()

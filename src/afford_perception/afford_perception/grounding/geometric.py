@@ -25,8 +25,10 @@ Shared steps (objects of revolution: mug, cup, bowl, kettle, pot, pan, rack):
 
 Other families: elongated tools (principal axis, thick end), box furniture (front face and
 what stands off it), flat ware (well and rim), closed packages (a top band), produce, pens and
-boards lying on the table (height and width profiles along the principal axis), single-part
-objects (all body). Each rule's
+boards lying on the table (height and width profiles along the principal axis), upright
+produce, bottles and baskets (width profiles up the height: a pepper's stem, a spray bottle's
+neck, the top of a basket's wall), a kettle base and a pot lid (height rings round the centre),
+a coffee machine (the empty bay under its head), single-part objects (all body). Each rule's
 docstring states its assumptions; every constant is named at the top of the module.
 
 Scores are soft: 0.5 is the decision boundary, and a point's distance from it grows with its
@@ -834,8 +836,9 @@ def _shelf(c: _Cloud) -> Scores:
 
 # Depth of the top band of a closed package below its top (m): a category prior at mid-range of
 # the asset library's bands, which follow the real objects (a can's rolled lid, a carton's
-# printed lid, a sugar box's top panel).
-TOP_BAND: dict[str, float] = {"soup_can": 0.006, "chocolate_box": 0.008, "sugar_box": 0.0045}
+# printed lid, a sugar box's top panel, a coffee can's snap-on lid).
+TOP_BAND: dict[str, float] = {"soup_can": 0.006, "chocolate_box": 0.008, "sugar_box": 0.0045,
+                               "coffee_can": 0.011}
 # A carrot's tuft lies below this share of the crown's height (it leaves the crown's middle and
 # droops to the table); a leek's leaves flatten below this share of the stalk's height.
 CARROT_LEAVES = 0.65
@@ -977,6 +980,212 @@ def _sugar_box(c: _Cloud) -> Scores:
     return _top_band(c, "top", "body")
 
 
+# --- AffordSim's Medium-tier objects ------------------------------------------------------------
+
+# Depth of the rim band of a paper box and of a basket below the top of their walls (m): category
+# priors at mid-range of the asset library's bands.
+RIM_DEPTH_BOX = {"paper_box": 0.0115, "basket": 0.0125}
+# A pepper's stem is thinner than this across (m) and widens less than STEM_JUMP times from its
+# top to its foot; the broad shoulders it stands on are wider.
+STEM_WIDTH = 0.022
+STEM_JUMP = 1.6
+# Bands within this of the narrowest (m) are a spray bottle's neck (depth noise on a 25-30 mm
+# neck seen from one side).
+NECK_SLACK = 0.004
+# A sprayer (collar and head) is at least this tall (m): the neck is below it.
+SPRAYER_MIN = 0.035
+# Height step of the profiles taken up an upright object (m), and the fewest points that give
+# a band's extent.
+HEIGHT_STEP = 0.003
+BAND_POINTS = 8
+# A basket's wall bands are wide both ways; the handle's bands, one bar in a vertical plane,
+# are thinner than this across that plane (m).
+HANDLE_PLANE = 0.035
+# Width of the rings round a kettle base's centre whose heights find the raised plate (m).
+PLATE_RING = 0.004
+# The middle of a kettle base out to this share of its radius is surely plate (plates are 0.06-
+# 0.09 m across on 0.14-0.18 m bases).
+PLATE_MIDDLE = 0.35
+# A pot lid's knob stands within this distance of the lid's centre (m), this much or more above
+# the dome's fitted surface.
+KNOB_REACH = 0.03
+KNOB_RISE = 0.006
+# A coffee machine's drip tray is lower than this (m); the bay in front of the tower is empty
+# between this share of the height and half of it (no cup is in the cloud of the machine).
+TRAY_TOP = 0.03
+BAY_BAND = (0.2, 0.5)
+# Half-width of the band round a coffee machine's middle line that holds its nozzle (m).
+NOZZLE_CLEAR = 0.025
+
+
+def _band_widths(c: _Cloud, step: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Heights above the support, each point's band of ``step``, and per band the extents of
+    its points across the band's narrow and along its long horizontal axis (5th to 95th
+    percentile), as a (bands, 2) array; NaN for a band with fewer than ``BAND_POINTS``."""
+    h = _level(c)
+    band = np.clip((h / step).astype(int), 0, None)
+    width = np.full((int(band.max()) + 1, 2), np.nan)
+    for b in np.unique(band):
+        xy = c.p[band == b, :2]
+        if len(xy) >= BAND_POINTS:
+            _, vecs = np.linalg.eigh(np.cov((xy - xy.mean(axis=0)).T))
+            width[b] = [float(np.ptp(np.percentile(xy @ vecs[:, k], [5, 95]))) for k in (0, 1)]
+    return h, band, width
+
+
+def _bell_pepper(c: _Cloud) -> Scores:
+    """Bell pepper: the stem is the run of height bands from the top that stay narrow: under
+    ``STEM_JUMP`` times the width of the stem's top (the median of its top two bands) and under
+    ``STEM_WIDTH`` across. The pepper's broad shoulders round it are wider."""
+    h, _, widths = _band_widths(c, HEIGHT_STEP)
+    width = widths[:, 0]
+    top = min(int(np.floor(float(np.percentile(h, 99.8)) / HEIGHT_STEP)), len(width) - 1)
+    known = width[max(0, top - 2):top + 1]
+    ref = float(np.nanmedian(known)) if np.isfinite(known).any() else STEM_WIDTH / STEM_JUMP
+    limit = min(STEM_WIDTH, STEM_JUMP * ref)
+    b = top
+    while b > 0 and not width[b - 1] >= limit:  # NaN (a sparse band) keeps walking down
+        b -= 1
+    split = b * HEIGHT_STEP
+    return _rest({"stem": _decided(h >= split, _ramp(np.abs(h - split), 0.0, c.cfg.softness))}, "body", c.n)
+
+
+def _scrub_bottle(c: _Cloud) -> Scores:
+    """Spray bottle: the neck is the run of bands in the upper half of the bottle, below the
+    least sprayer height ``SPRAYER_MIN``, shortest along their long axis (the sprayer head is
+    narrow across but long, the body wider both ways); the cap (collar, trigger, head and
+    nozzle) is everything above the neck."""
+    h, _, widths = _band_widths(c, HEIGHT_STEP)
+    length = widths[:, 1]
+    top = float(np.percentile(h, 99.5))
+    lo, hi = int(0.5 * top / HEIGHT_STEP), int((top - SPRAYER_MIN) / HEIGHT_STEP)
+    upper = length[lo:hi]
+    if not np.isfinite(upper).any():
+        return _bottle(c)
+    neck = float(np.nanmin(upper))
+    narrow = np.flatnonzero(np.nan_to_num(upper, nan=np.inf) <= neck + NECK_SLACK) + lo
+    split = (int(narrow.max()) + 1) * HEIGHT_STEP
+    return _rest({"cap": _decided(h >= split, _ramp(np.abs(h - split), 0.0, c.cfg.softness))}, "body", c.n)
+
+
+def _coffee_can(c: _Cloud) -> Scores:
+    return _top_band(c, "lid", "body")
+
+
+def _paper_box(c: _Cloud) -> Scores:
+    """Paper box: the rim is the top band of the walls (a category prior), the inside the rest."""
+    h = _level(c)
+    line = float(np.percentile(h, 99.5)) - RIM_DEPTH_BOX["paper_box"]
+    return _rest({"rim": _decided(h >= line, _ramp(np.abs(h - line), 0.0, c.cfg.softness))}, "inside", c.n)
+
+
+def _basket(c: _Cloud) -> Scores:
+    """Basket: the wall ends at the highest band wider than ``HANDLE_PLANE`` across its narrow
+    axis (above it is only the arch, a bar in a vertical plane); the handle is what rises above
+    the wall, the rim the top band of the wall (a category prior), the body the rest."""
+    h, _, widths = _band_widths(c, HEIGHT_STEP)
+    wide = np.flatnonzero(np.nan_to_num(widths[:, 0], nan=0.0) > HANDLE_PLANE)
+    wall_top = (int(wide.max()) + 1) * HEIGHT_STEP if len(wide) else float(np.percentile(h, 60))
+    line = wall_top - RIM_DEPTH_BOX["basket"]
+    soft = c.cfg.softness
+    handle = h > wall_top
+    rim = (h >= line) & ~handle
+    return _rest({
+        "handle": _decided(handle, _ramp(np.abs(h - wall_top), 0.0, soft)),
+        "rim": _decided(rim, np.minimum(_ramp(np.abs(h - line), 0.0, soft),
+                                        _ramp(np.abs(h - wall_top), 0.0, soft))),
+    }, "body", c.n)
+
+
+def _kettle_base(c: _Cloud) -> Scores:
+    """Kettle base: two level surfaces, the disc's top and the raised plate's above it. Rings
+    round the footprint's centre each take the median height of their level points (robust to
+    depth noise, which is as large as the plate's step); the plate is the run of rings from the
+    centre that stand more than half way from the disc (the outer quarter's median) to the
+    highest ring."""
+    h = _level(c)
+    lo, hi = np.percentile(c.p[:, :2], [1, 99], axis=0)
+    rho = np.linalg.norm(c.p[:, :2] - 0.5 * (lo + hi), axis=1)
+    outer = float(np.percentile(rho, 99.5))
+    level = np.abs(c.normals[:, 2]) > 0.8
+    ring = np.minimum((rho / PLATE_RING).astype(int), int(outer / PLATE_RING))
+    heights = np.full(int(ring.max()) + 1, np.nan)
+    for k in np.unique(ring[level]):
+        sel = level & (ring == k)
+        if sel.sum() >= 5:
+            heights[k] = float(np.median(h[sel]))
+    rim = heights[int(0.75 * outer / PLATE_RING):]
+    if not np.isfinite(heights).any() or not np.isfinite(rim).any():
+        return _rest({"plate": np.zeros(c.n)}, "base", c.n)
+    disc = float(np.nanmedian(rim))
+    middle = heights[: max(1, int(PLATE_MIDDLE * outer / PLATE_RING))]
+    if not np.isfinite(middle).any():
+        return _rest({"plate": np.zeros(c.n)}, "base", c.n)
+    line = 0.5 * (disc + float(np.nanmedian(middle)))
+    above = np.nan_to_num(heights, nan=line) >= line
+    last = _walk(above.astype(float), 0, 1, lambda v: v > 0.5)
+    radius = (last + 1) * PLATE_RING
+    plate = rho <= radius
+    margin = _ramp(np.abs(rho - radius), 0.0, c.cfg.softness)
+    return _rest({"plate": _decided(plate, margin)}, "base", c.n)
+
+
+def _lid(c: _Cloud) -> Scores:
+    """Pot lid: a low dome, and the knob rising from its centre. The dome's surface is a robust
+    line fit of height against distance from the centre, over the level points away from the
+    knob; the knob is what stands ``KNOB_RISE`` above it within ``KNOB_REACH`` of the centre."""
+    h = _level(c)
+    lo, hi = np.percentile(c.p[:, :2], [1, 99], axis=0)
+    rho = np.linalg.norm(c.p[:, :2] - 0.5 * (lo + hi), axis=1)
+    dome = (rho > KNOB_REACH) & (np.abs(c.normals[:, 2]) > 0.7)
+    if dome.sum() >= 5:
+        a, b = _robust_line(rho[dome], h[dome])
+        rise = h - (a + b * np.maximum(rho, KNOB_REACH))
+    else:
+        rise = h - float(np.percentile(h, 50))
+    knob = (rise > KNOB_RISE) & (rho < KNOB_REACH)
+    return _rest({"knob": _decided(knob, _ramp(np.abs(rise - KNOB_RISE), 0.0, c.cfg.softness))}, "lid", c.n)
+
+
+def _coffee_machine(c: _Cloud) -> Scores:
+    """Coffee machine: the bay is the side of the tower where, between ``BAY_BAND`` of the
+    height, nothing stands (the head overhangs it, the tray is its floor). Along each box axis
+    the bay side is the one where those mid-height points stop short of the full extent; the
+    tower's front face is where they stop. In the bay the tray is everything below
+    ``TRAY_TOP``, the nozzle everything between the tray and the head, whose underside is the
+    lowest of the bay's points that are not near the nozzle's vertical line."""
+    h = _level(c)
+    top = float(np.percentile(h, 99.5))
+    u, v = _box_axes(c)
+    mid = (h > BAY_BAND[0] * top) & (h < BAY_BAND[1] * top)
+    best: tuple[float, np.ndarray] | None = None
+    for d in (u, -u, v, -v):
+        if mid.sum() < 5:
+            break
+        short = float(np.percentile(c.p[:, :2] @ d, 99.5) - np.percentile(c.p[mid, :2] @ d, 99))
+        if best is None or short > best[0]:
+            best = (short, d)
+    if best is None:
+        return _rest({"tray": np.zeros(c.n), "nozzle": np.zeros(c.n)}, "body", c.n)
+    d = best[1]
+    x = c.p[:, :2] @ d
+    front = float(np.percentile(x[mid], 99))
+    lateral = c.p[:, :2] @ np.array([-d[1], d[0]])
+    bay = x > front + 0.005
+    tray = bay & (h < TRAY_TOP)
+    # The head spans the width; the nozzle hangs on the middle line, under NOZZLE_CLEAR of it.
+    side = bay & (h > 0.5 * top) & (np.abs(lateral - float(np.median(lateral[bay]))) > NOZZLE_CLEAR) \
+        if bay.any() else bay
+    under = float(np.percentile(h[side], 2)) if side.sum() >= 5 else top
+    nozzle = bay & (h >= TRAY_TOP) & (h < under - 0.002)
+    soft = c.cfg.softness
+    bay_margin = _ramp(x - front, 0.005, 0.005 + soft)
+    return _rest({
+        "tray": _decided(tray, np.minimum(bay_margin, _ramp(np.abs(h - TRAY_TOP), 0.0, soft))),
+        "nozzle": _decided(nozzle, bay_margin),
+    }, "body", c.n)
+
+
 # --- single-part objects --------------------------------------------------------------------------
 
 
@@ -1010,6 +1219,15 @@ RULES: dict[str, Rule] = {
     "chocolate_box": _chocolate_box,
     "sugar_box": _sugar_box,
     "cutting_board": _cutting_board,
+    "bell_pepper": _bell_pepper,
+    "scrub_bottle": _scrub_bottle,
+    "cheese_box": _whole,
+    "coffee_can": _coffee_can,
+    "paper_box": _paper_box,
+    "basket": _basket,
+    "kettle_base": _kettle_base,
+    "coffee_machine": _coffee_machine,
+    "lid": _lid,
 }
 
 

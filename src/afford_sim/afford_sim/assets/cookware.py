@@ -1,7 +1,9 @@
-"""Cookware: kettle, pot, pan.
+"""Cookware: kettle, pot, pan, and two pieces that go with them: a cordless kettle's power
+base and a pot lid on its own.
 
 The bodies are wide and hollow; they are meant to be grasped by their handles (or pinched at
-the wall), so only the handles have to fit the Franka hand.
+the wall), so only the handles have to fit the Franka hand. The kettle base is pinched at its
+edge, the lid held by its knob.
 """
 
 from __future__ import annotations
@@ -230,8 +232,83 @@ def build_pan(p: PanParams, rng: np.random.Generator) -> Built:
     return Built.rigid(pieces, {"body": metal, "handle": palette.pick(rng, palette.PLASTIC)}, p.mass)
 
 
+@dataclass
+class KettleBaseParams(Params):
+    """The flat round power base of a cordless kettle: a low disc with a raised contact plate in
+    the middle, where the kettle stands, and the connector pin at its centre.
+
+    Attributes:
+        diameter: Disc diameter (m); a kettle's foot is 0.13-0.17 m across.
+        height: Height of the disc (m); with the plate the base is 0.015-0.03 m tall.
+        bevel: Chamfer of the disc's top edge (m).
+        plate_diameter: Diameter of the raised plate (m).
+        plate_height: How far the plate stands above the disc (m).
+        mass: Mass (kg); the cable wound in its underside makes a base heavy for its size.
+    """
+
+    diameter: float = span(0.14, 0.18)
+    height: float = span(0.011, 0.02)
+    bevel: float = span(0.002, 0.005)
+    plate_diameter: float = span(0.06, 0.09)
+    plate_height: float = span(0.003, 0.007)
+    mass: float = span(0.35, 0.6)
+
+
+# The connector pin at the plate's centre: radius and height (m).
+KETTLE_PIN = (0.008, 0.004)
+
+
+def build_kettle_base(p: KettleBaseParams, rng: np.random.Generator) -> Built:
+    r, h, rp = p.diameter / 2, p.height, p.plate_diameter / 2
+    top = h + p.plate_height
+    pieces = PieceSet()
+    pieces.add("base", lathe_solid([(r - 0.002, 0.0), (r, 0.002), (r, h - p.bevel), (r - p.bevel, h)], 48))
+    pieces.add("plate", lathe_solid([(rp, h), (rp, top - 0.001), (rp - 0.001, top)], 40))
+    pin_r, pin_h = KETTLE_PIN
+    pieces.add("plate", lathe_solid([(pin_r, top), (0.75 * pin_r, top + pin_h)], 16))
+    shell = palette.pick(rng, palette.PLASTIC)
+    rgba = {"base": shell, "plate": palette.shade(palette.pick(rng, palette.METAL), 0.8)}
+    return Built.rigid(pieces, rgba, p.mass)
+
+
+@dataclass
+class LidParams(Params):
+    """A pot lid lying the right way up: a domed disc and a mushroom knob at its centre.
+
+    Attributes:
+        diameter: Lid diameter (m); wider than the hand, so it is held by the knob.
+        edge: Thickness of the lid at its edge (m).
+        dome: Rise of the dome above the edge (m).
+        knob_radius: Radius of the knob's cap (m); the hand closes across it.
+        knob_height: Height of the knob above the dome (m); the stem under the cap leaves
+            room for fingertips.
+        mass: Mass (kg); steel or glass lids.
+    """
+
+    diameter: float = span(0.14, 0.2)
+    edge: float = span(0.004, 0.007)
+    dome: float = span(0.008, 0.025)
+    knob_radius: float = span(0.012, 0.018)
+    knob_height: float = span(0.02, 0.032)
+    mass: float = span(0.2, 0.5)
+
+
+def build_lid(p: LidParams, rng: np.random.Generator) -> Built:
+    r, top = p.diameter / 2, p.edge + p.dome
+    kr, kh = p.knob_radius, p.knob_height
+    knob = [(kr / 2, top - 0.002), (kr / 2, top + 0.5 * kh), (kr, top + 0.6 * kh), (kr, top + kh - 0.003),
+            (kr - 0.003, top + kh)]
+    pieces = PieceSet()
+    pieces.add("lid", lathe_solid([(r, 0.0), (r, p.edge), (0.6 * r, p.edge + 0.7 * p.dome), (0.0, top)], 40))
+    pieces.add("knob", lathe_solid(knob, 16))
+    metal = palette.pick(rng, palette.METAL)
+    return Built.rigid(pieces, {"lid": metal, "knob": palette.pick(rng, palette.PLASTIC)}, p.mass)
+
+
 GENERATORS: dict[str, Generator] = {
     "kettle": Generator(KettleParams, build_kettle),
     "pot": Generator(PotParams, build_pot),
     "pan": Generator(PanParams, build_pan),
+    "kettle_base": Generator(KettleBaseParams, build_kettle_base),
+    "lid": Generator(LidParams, build_lid),
 }

@@ -1,4 +1,4 @@
-"""Fixed furniture: mug rack, shelf, cabinet, microwave.
+"""Fixed furniture: mug rack, shelf, cabinet, microwave, coffee machine.
 
 Fronts face +x: drawers slide out along +x, doors swing out towards +x and handles stand
 off the +x faces, so a robot placed in front (on the +x side) reaches them. Joint value 0 is
@@ -294,9 +294,65 @@ def build_microwave(p: MicrowaveParams, rng: np.random.Generator) -> Built:
     return Built(links, rgba, FURNITURE_DENSITY * (body.volume + door.volume))
 
 
+@dataclass
+class CoffeeMachineParams(Params):
+    """A drip or espresso machine facing +x: a tower at the back, a head overhanging the bay in
+    front of it with the nozzle under it, and the drip tray on the floor of the bay.
+
+    Attributes:
+        depth: Depth along x, back to the tray's front (m).
+        width: Width along y (m).
+        height: Height (m).
+        tower_share: Share of the depth the tower at the back takes.
+        head_height: Height of the overhanging head (m).
+        head_reach: Share of the bay the head reaches over.
+        tray_height: Height of the drip tray (m); a flat tray the hand pinches top to bottom.
+        tray_share: Width of the tray as a share of the machine's width.
+        nozzle_radius: Radius of the nozzle (m).
+        nozzle_length: How far the nozzle hangs below the head (m).
+    """
+
+    depth: float = span(0.2, 0.28)
+    width: float = span(0.16, 0.24)
+    height: float = span(0.25, 0.35)
+    tower_share: float = span(0.4, 0.55)
+    head_height: float = span(0.05, 0.08)
+    head_reach: float = span(0.75, 0.95)
+    tray_height: float = span(0.012, 0.02)
+    tray_share: float = span(0.7, 0.9)
+    nozzle_radius: float = span(0.007, 0.012)
+    nozzle_length: float = span(0.015, 0.03)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.cup_clearance() < 0.12 - 1e-9:
+            raise ValueError("coffee machine leaves less than 0.12 m for a cup under its nozzle")
+
+    def cup_clearance(self) -> float:
+        """Height from the tray's top to the nozzle's tip (m): a mug (up to 0.115 m) fits under."""
+        return self.height - self.head_height - self.nozzle_length - self.tray_height
+
+
+def build_coffee_machine(p: CoffeeMachineParams, rng: np.random.Generator) -> Built:
+    hx, hy, h = p.depth / 2, p.width / 2, p.height
+    tower = -hx + p.tower_share * p.depth  # x of the tower's front face
+    head = tower + p.head_reach * (hx - tower)  # x of the head's front face
+    under = h - p.head_height
+    pieces = PieceSet()
+    pieces.add("body", [slab([-hx, -hy, 0.0], [tower, hy, h]), slab([tower, -hy, under], [head, hy, h])])
+    tw = p.tray_share * hy
+    pieces.add("tray", slab([tower, -tw, 0.0], [hx, tw, p.tray_height]))
+    xn = (tower + hx) / 2  # over the middle of the tray, where a cup stands
+    pieces.add("nozzle", rod([xn, 0.0, under + 0.002], [xn, 0.0, under - p.nozzle_length], p.nozzle_radius))
+    shell = palette.pick(rng, palette.PLASTIC if rng.random() < 0.5 else palette.METAL)
+    rgba = {"body": shell, "tray": palette.pick(rng, palette.METAL), "nozzle": palette.shade(shell, 0.5)}
+    return Built.rigid(pieces, rgba, FURNITURE_DENSITY * pieces.volume)
+
+
 GENERATORS: dict[str, Generator] = {
     "rack": Generator(RackParams, build_rack),
     "shelf": Generator(ShelfParams, build_shelf),
     "cabinet": Generator(CabinetParams, build_cabinet),
     "microwave": Generator(MicrowaveParams, build_microwave),
+    "coffee_machine": Generator(CoffeeMachineParams, build_coffee_machine),
 }

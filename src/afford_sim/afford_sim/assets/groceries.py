@@ -1,5 +1,5 @@
-"""AffordSim's benchmark objects: produce (carrot, leek), packaged food (soup can, chocolate
-box, sugar box) and small kitchen items (pen, cutting board).
+"""AffordSim's benchmark objects: produce (carrot, leek, bell pepper), packaged food (soup can,
+chocolate box, sugar box, cheese box, coffee can) and small kitchen items (pen, cutting board).
 
 Produce and the pen lie on their side along x. Their sections are polygons with a flat face
 down (each section's centre sits at its own apothem), so the underside is one level strip
@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from . import palette
 from .generator import Built, Generator
 from .params import Params, count, span
-from .shapes import PieceSet, hull, lathe_solid, slab
+from .shapes import PieceSet, hull, lathe_solid, ring, slab
 
 
 def _section(x: float, half_w: float, half_h: float, sides: int) -> np.ndarray:
@@ -146,6 +146,68 @@ def build_leek(p: LeekParams, rng: np.random.Generator) -> Built:
     stalk = palette.pick(rng, palette.STALK)
     rgba = {"stalk": stalk, "leaves": palette.shade(palette.pick(rng, palette.LEAF), 0.75)}
     return Built.rigid(pieces, rgba, p.mass, centre_xy=True)
+
+
+@dataclass
+class BellPepperParams(Params):
+    """An upright bell pepper: a body of 3 or 4 lobes round its axis, a short stem on top.
+
+    The body is one convex hull per lobe and height step, each a sector from the axis out to
+    the lobe's bulge, so the creases between lobes are real and every piece stays convex. The
+    section is an ellipse squashed along y, so the hand closes across y.
+
+    Attributes:
+        diameter: Width across the lobes along x (m); a small pepper (most are 0.07-0.09 m).
+        squash: Width along y as a share of ``diameter``; at most 0.9, so the pepper is under
+            0.068 m across y and fits the 0.08 m hand with a 1 cm margin.
+        height: Height of the body, without the stem (m); peppers are about as tall as wide.
+        lobes: Number of lobes (bell peppers have 3 or 4).
+        crease: Depth of the creases between lobes as a share of the radius.
+        foot: Radius of the blossom end the pepper stands on, as a share of the largest radius.
+        shoulder: Radius of the flat top round the stem, as a share of the largest radius;
+            bell peppers have broad shoulders.
+        stem_length: Stem length above the top (m); a trimmed stem.
+        stem_radius: Stem radius (m).
+        stem_tilt: Lean of the stem from vertical (rad).
+        mass: Mass (kg).
+    """
+
+    diameter: float = span(0.06, 0.075)
+    squash: float = span(0.8, 0.9)
+    height: float = span(0.055, 0.075)
+    lobes: int = count(3, 4)
+    crease: float = span(0.08, 0.16)
+    foot: float = span(0.5, 0.65)
+    shoulder: float = span(0.5, 0.62)
+    stem_length: float = span(0.01, 0.02)
+    stem_radius: float = span(0.004, 0.006)
+    stem_tilt: float = span(0.0, 0.4)
+    mass: float = span(0.12, 0.22)
+
+
+def build_bell_pepper(p: BellPepperParams, rng: np.random.Generator) -> Built:
+    r = p.diameter / 2
+    # Radius share over height: the blossom end, the widest belt, the shoulders, the flat top.
+    s = np.array([0.0, 0.1, 0.3, 0.55, 0.78, 0.92, 1.0])
+    share = np.array([p.foot, 0.85, 0.98, 1.0, 0.96, 0.82, p.shoulder])
+    z = p.height * s
+    twist = rng.uniform(0, 2 * np.pi / p.lobes)
+    pieces = PieceSet()
+    for k in range(p.lobes):
+        a = twist + 2 * np.pi * (k + np.linspace(0.0, 1.0, 9)) / p.lobes
+        bulge = 1 - p.crease + p.crease * np.sin(np.pi * np.linspace(0.0, 1.0, 9)) ** 0.5
+        rings = [np.column_stack([r * f * bulge * np.cos(a), p.squash * r * f * bulge * np.sin(a),
+                                  np.full(len(a), zz)]) for f, zz in zip(share, z, strict=True)]
+        axis = [np.array([[0.0, 0.0, zz]]) for zz in z]
+        pieces.add("body", [hull(np.vstack([r0, r1, a0, a1])) for r0, r1, a0, a1
+                            in zip(rings[:-1], rings[1:], axis[:-1], axis[1:], strict=True)])
+    lean = rng.uniform(0, 2 * np.pi)
+    top = np.array([np.cos(lean), np.sin(lean)]) * p.stem_length * np.tan(p.stem_tilt)
+    stem_top = ring(p.stem_radius, p.height + p.stem_length, 10) + [*top, 0.0]
+    pieces.add("stem", hull(np.vstack([ring(1.2 * p.stem_radius, p.height - 0.003, 10), stem_top])))
+    rgba = {"body": palette.pick(rng, palette.PEPPER),
+            "stem": palette.shade(palette.pick(rng, palette.LEAF), 0.7)}
+    return Built.rigid(pieces, rgba, p.mass)
 
 
 # --- a pen --------------------------------------------------------------------------------------
@@ -291,6 +353,72 @@ def build_sugar_box(p: SugarBoxParams, rng: np.random.Generator) -> Built:
     return Built.rigid(pieces, {"body": carton, "top": palette.shade(carton, 1.35)}, p.mass)
 
 
+@dataclass
+class CheeseBoxParams(Params):
+    """A cracker carton like YCB's Cheez-It box (0.16 x 0.06 x 0.21 m), lying on a broad face.
+
+    Upright, 0.21 m tall on a 0.06 m deep foot, a push at its middle would tip it over; lying
+    on its broad face it slides when pushed, and its thickness is still under 0.07 m, so the
+    hand can close on it from above.
+
+    Attributes:
+        length: Length along x, the carton's height when it stands (m).
+        width: Width along y, its broad face's width (m).
+        thickness: Height as it lies (m); under 0.065 so the hand closes across it.
+        chamfer: Chamfer of the carton's edges (m); folded card is rounded, not sharp.
+        mass: Mass with contents (kg); YCB's box weighs 0.41 kg.
+    """
+
+    length: float = span(0.19, 0.22)
+    width: float = span(0.14, 0.165)
+    thickness: float = span(0.05, 0.064)
+    chamfer: float = span(0.002, 0.005)
+    mass: float = span(0.35, 0.5)
+
+
+def build_cheese_box(p: CheeseBoxParams, rng: np.random.Generator) -> Built:
+    hx, hy, t, c = p.length / 2, p.width / 2, p.thickness, p.chamfer
+    # The faces inset by the chamfer at every edge: the hull is the box with its edges cut.
+    sides = [(sx * x, sy * y, z) for sx in (-1, 1) for sy in (-1, 1) for z in (c, t - c)
+             for x, y in ((hx, hy - c), (hx - c, hy))]
+    caps = [(sx * (hx - c), sy * (hy - c), z) for sx in (-1, 1) for sy in (-1, 1) for z in (0.0, t)]
+    pieces = PieceSet()
+    pieces.add("body", hull(sides + caps))
+    return Built.rigid(pieces, {"body": palette.pick(rng, palette.PLASTIC)}, p.mass)
+
+
+@dataclass
+class CoffeeCanParams(Params):
+    """An upright coffee tin like YCB's (0.102 m across, 0.139 m tall) with a plastic snap lid.
+
+    Wider than the hand's 0.08 m stroke, as the real one: it is pushed, not picked up.
+
+    Attributes:
+        radius: Radius of the tin (m); YCB's is 0.051.
+        height: Height including the lid (m).
+        lid: Height of the lid (m).
+        overhang: How far the lid's skirt stands out past the tin (m).
+        bevel: Height of the chamfer at the bottom seam (m).
+        mass: Mass with contents (kg); YCB's tin weighs 0.41 kg.
+    """
+
+    radius: float = span(0.046, 0.053)
+    height: float = span(0.12, 0.16)
+    lid: float = span(0.008, 0.014)
+    overhang: float = span(0.001, 0.003)
+    bevel: float = span(0.002, 0.005)
+    mass: float = span(0.35, 0.5)
+
+
+def build_coffee_can(p: CoffeeCanParams, rng: np.random.Generator) -> Built:
+    r, top, ro = p.radius, p.height - p.lid, p.radius + p.overhang
+    pieces = PieceSet()
+    pieces.add("body", lathe_solid([(r - p.bevel, 0.0), (r, p.bevel), (r, top)], 40))
+    pieces.add("lid", lathe_solid([(ro, top), (ro, p.height - 0.002), (ro - 0.002, p.height)], 40))
+    rgba = {"body": palette.pick(rng, palette.PLASTIC), "lid": palette.pick(rng, palette.PLASTIC)}
+    return Built.rigid(pieces, rgba, p.mass)
+
+
 # --- a cutting board ----------------------------------------------------------------------------
 
 
@@ -344,4 +472,7 @@ GENERATORS: dict[str, Generator] = {
     "chocolate_box": Generator(ChocolateBoxParams, build_chocolate_box),
     "sugar_box": Generator(SugarBoxParams, build_sugar_box),
     "cutting_board": Generator(CuttingBoardParams, build_cutting_board),
+    "bell_pepper": Generator(BellPepperParams, build_bell_pepper),
+    "cheese_box": Generator(CheeseBoxParams, build_cheese_box),
+    "coffee_can": Generator(CoffeeCanParams, build_coffee_can),
 }

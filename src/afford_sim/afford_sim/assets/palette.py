@@ -19,6 +19,9 @@ BANANA = ((0.11, 0.17), (0.55, 0.9), (0.75, 0.95))
 CARROT = ((0.04, 0.09), (0.75, 0.95), (0.75, 0.95))
 LEAF = ((0.22, 0.38), (0.5, 0.9), (0.3, 0.65))
 STALK = ((0.14, 0.26), (0.08, 0.35), (0.8, 0.95))
+# Bell peppers ripen from green through yellow and orange to red; cardboard is a pale brown.
+PEPPER = ((-0.02, 0.33), (0.7, 0.95), (0.5, 0.9))
+CARDBOARD = ((0.07, 0.11), (0.3, 0.55), (0.6, 0.85))
 
 
 def pick(rng: np.random.Generator, family: tuple[tuple[float, float], ...] = PLASTIC) -> RGBA:
