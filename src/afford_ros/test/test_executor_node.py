@@ -692,7 +692,8 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
                     return
             time.sleep(0.01)
 
-    node.create_subscription(JointState, "/isaac/joint_command", on_command, qos_profile("reliable"))
+    commands_in = node.create_subscription(JointState, "/isaac/joint_command", on_command,
+                                           qos_profile("reliable"))
     pub = node.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
 
     def publish_world() -> None:
@@ -726,12 +727,11 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         threading.Thread(target=lambda: proc.stdout and output.extend(proc.stdout), daemon=True).start()
         graph.wait_for_server()
         # The action server can be discovered before the executor's /joint_states subscription
-        # has matched this world's publisher (on a loaded machine, seconds apart); a goal sent in
-        # between meets an executor that has never seen the arm and is refused for it.
-        end = time.monotonic() + 30.0
-        while pub.get_subscription_count() < 1 and time.monotonic() < end:
-            time.sleep(0.05)
-        assert pub.get_subscription_count() >= 1, "the executor never subscribed to /joint_states"
+        # and its command publisher have matched this world's (on a loaded machine, seconds
+        # apart): a goal sent in between meets an executor that has never seen the arm, or
+        # streams commands nobody receives yet.
+        _wait_matched(pub.get_subscription_count, "the executor's /joint_states subscription")
+        _wait_matched(commands_in.get_publisher_count, "the executor's /isaac/joint_command publisher")
         time.sleep(0.5)  # a few world states delivered
         times, qs = ramp(q_world.copy(), np.array([0.2, 0, 0, 0.1, 0, 0, 0]), 1.0)
         result = graph.run(times, qs, 10.0)
@@ -798,6 +798,15 @@ def test_joint_command_topic_backend_streams_checked_points() -> None:
         _kill(proc)
     time.sleep(0.2)  # the reader thread takes the last lines
     assert proc.returncode == 0, "".join(output[-40:])
+
+
+def _wait_matched(count: Any, what: str, timeout: float = 30.0) -> None:
+    """Until ``count()`` (a publisher's or subscription's matched count) is at least 1: DDS
+    discovery on a loaded machine can take seconds, and what is sent before it completes is lost."""
+    end = time.monotonic() + timeout
+    while count() < 1 and time.monotonic() < end:
+        time.sleep(0.05)
+    assert count() >= 1, f"{what} never matched within {timeout:.0f} s"
 
 
 class _ActionSide:
@@ -932,7 +941,8 @@ def test_topic_driver_replaces_the_running_chunk_holds_on_stop_and_notices_a_sil
         with lock:
             got.append((time.monotonic(), np.array(msg.position)))
 
-    node.create_subscription(JointState, "/isaac/joint_command", on_command, qos_profile("reliable"))
+    commands_in = node.create_subscription(JointState, "/isaac/joint_command", on_command,
+                                           qos_profile("reliable"))
     pub = node.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
     names = [*(f"fr3_joint{i}" for i in range(1, 8)), "fr3_finger_width"]
 
@@ -946,7 +956,7 @@ def test_topic_driver_replaces_the_running_chunk_holds_on_stop_and_notices_a_sil
     threading.Thread(target=spin.spin, daemon=True).start()
     try:
         driver.fresh_q(wait=5.0)
-        time.sleep(0.5)  # the command subscription is matched
+        _wait_matched(commands_in.get_publisher_count, "the driver's command publisher")
         assert driver.status().running is False
         first = np.arange(1, 51)[:, None] * np.array([[0.001, 0, 0, 0, 0, 0, 0]])  # joint 1: 1, 2 .. 50 mrad
         second = np.arange(1, 21)[:, None] * np.array([[0, 0.001, 0, 0, 0, 0, 0]])  # joint 2
