@@ -135,7 +135,9 @@ def _valid(path: Path, job: Job) -> bool:
         rec = json.loads(path.read_text())
     except (OSError, ValueError):
         return False
-    return isinstance(rec, dict) and all(rec.get(k) == v for k, v in asdict(job).items()) and "success" in rec
+    # A crash (an exception in our code, not the source's failure) is run again on resume.
+    same = isinstance(rec, dict) and all(rec.get(k) == v for k, v in asdict(job).items())
+    return same and "success" in rec and not rec.get("error")
 
 
 def _open(run_dir: Path, config: Table1Config) -> None:
@@ -304,7 +306,8 @@ def build_report(
         f"Command: `{sessions[-1]['command'] if sessions else '?'}`",
         f"Code: {', '.join(commits) or '?'}",
         f"Robot: {config.robot}. Rollouts per task: {config.rollouts} (seeds {config.first_seed}..{last}, "
-        f"the same scenes for every source). Records: {len(records)} of {len(jobs_of(config))}.",
+        f"the same scenes for every source). Records: {len(records)} of {len(jobs_of(config))}; "
+        f"crashed (counted as failures, run again on resume): {sum(bool(r.get('error')) for r in records)}.",
         "",
         "Success rate (%) with 95% Wilson intervals. Every source faces the same scenes, the same "
         "planner with the same budget and the same skill after the grasp (docs/benchmark.md). "

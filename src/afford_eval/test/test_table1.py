@@ -98,6 +98,12 @@ def test_the_runner_resumes_refuses_another_run_and_reports_ceiling_and_chance(t
     assert (again.ran, again.kept) == (1, 1)
     assert json.loads(damaged.read_text())["source"] == "manual"
     assert len(json.loads((out / "provenance.json").read_text())) == 2
+    # A crash (an exception in our code) is a failure in the report, and run again on resume.
+    crashed = json.loads(damaged.read_text())
+    damaged.write_text(json.dumps({**crashed, "success": False, "error": "MemoryError: "}))
+    assert "crashed (counted as failures, run again on resume): 1" in table1.write_report(out).read_text()
+    third = table1.run(out, config, command="test a third time")
+    assert (third.ran, third.kept) == (1, 1) and json.loads(damaged.read_text())["error"] is None
 
     with pytest.raises(ValueError, match="holds another run"):
         table1.run(out, Table1Config(tasks=("pour-paper-cup-v1",), sources=("manual",), rollouts=1))

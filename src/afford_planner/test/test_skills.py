@@ -116,3 +116,20 @@ def test_the_axis_sampler_holds_whole_bodies_only(target: str, whole: bool) -> N
     intent = Intent(target=target, grasp_region=cat.default_grasp, next_action=NextAction.PICK)
     ctx = SamplerContext(intent=intent, region=pts, cloud=cloud, gripper=get_robot("fr3").gripper)
     assert bool(AxisSampler().sample(ctx)) is whole
+
+
+def test_a_vessel_is_aimed_at_its_mouth_and_a_flat_receiver_at_its_median() -> None:
+    """One camera sees a mug's near wall and the inside of its far wall: the points' median
+    sits off the axis, the circle through their top band does not. A plate is flat: its median."""
+    from afford_planner.skills.motions import receiving_centre
+
+    rng = np.random.default_rng(0)
+    axis = np.array([0.4, 0.1])
+    ang = rng.uniform(-2.2, 0.4, 600)  # the part of the wall one camera sees
+    z = rng.uniform(0.0, 0.09, 600)
+    wall = np.column_stack([axis[0] + 0.027 * np.cos(ang), axis[1] + 0.027 * np.sin(ang), z])
+    assert np.linalg.norm(np.median(wall[:, :2], axis=0) - axis) > 0.01  # what the median gives
+    assert np.linalg.norm(receiving_centre(wall) - axis) < 0.002
+    plate = np.column_stack([rng.uniform(0.3, 0.5, 400), rng.uniform(0.0, 0.3, 400),
+                             rng.uniform(0, 0.015, 400)])
+    assert np.allclose(receiving_centre(plate), np.median(plate[:, :2], axis=0))

@@ -88,6 +88,9 @@ class Task:
     destination: ClassVar[str | None] = None
     unchecked_stages: ClassVar[tuple[str, ...]] = ()
     """Stages of the skill this task does not judge (a pour's untilt)."""
+    shapes: ClassVar[dict[str, dict[str, tuple[float, float]]]] = {}
+    """Shape parameters the task draws itself instead of the generator's everyday range, per
+    object name: ``{"cube": {"size": (0.028, 0.034)}}`` (within the generator's limits)."""
 
     def __init__(self) -> None:
         if not self.task_id:
@@ -118,8 +121,16 @@ class Task:
         """What the scene sampler varies, declared: per object, its shape (a seeded asset draw)
         and its placement rule (window and yaw range, or a relation to another object)."""
         spec = self.scene(0)
-        return {o.name: {"category": o.category, "shape": "asset seed drawn from the scene seed",
-                         "placement": _describe_placement(o.placement)} for o in spec.objects}
+        out: dict[str, Any] = {}
+        for o in spec.objects:
+            shape = "asset seed drawn from the scene seed"
+            pinned = self.shapes.get(o.name, {})
+            if pinned:
+                shape += "; " + ", ".join(f"{k} drawn in [{lo:g}, {hi:g}]"
+                                          for k, (lo, hi) in sorted(pinned.items()))
+            out[o.name] = {"category": o.category, "shape": shape,
+                           "placement": _describe_placement(o.placement)}
+        return out
 
     @staticmethod
     def drawn(placed: PlacedScene) -> dict[str, Any]:
@@ -130,6 +141,8 @@ class Task:
             out[o.name] = {"asset_seed": int(o.spec.seed),
                            "xyz": [round(float(v), 4) for v in o.pose[:3, 3]],
                            "yaw_deg": round(math.degrees(yaw), 2), "support": o.support}
+            if o.spec.params:
+                out[o.name]["params"] = {k: round(v, 4) for k, v in o.spec.params}
         return out
 
     # Checks -----------------------------------------------------------------------------------
@@ -183,26 +196,65 @@ def _seeds(seed: int, k: int) -> list[int]:
     return [int(s) for s in rng.integers(0, 10_000, size=k)]
 
 
+Shape = tuple[tuple[str, float], ...]
+"""Pinned shape parameters of one object, ``(name, value)`` pairs (:attr:`ObjectSpec.params`)."""
+
+
 @functools.lru_cache(maxsize=4096)
-def _footprint(category_name: str, seed: int) -> tuple[float, float]:
+def _footprint(category_name: str, seed: int, params: Shape = ()) -> tuple[float, float]:
     """The asset's footprint sides (x, y) in its own frame (m)."""
     from afford_sim.assets import make
 
-    x, y = np.ptp(make(category_name, seed).mesh().bounds[:, :2], axis=0)
+    x, y = np.ptp(make(category_name, seed, **dict(params)).mesh().bounds[:, :2], axis=0)
     return float(x), float(y)
 
 
-def _fitting_seeds(seed: int, target: str, dest: str, ratio: float, tries: int = 50) -> tuple[int, int]:
-    """Asset seeds of an object and its receiver such that the receiver's smallest footprint
-    side is at least ``ratio`` times the object's longest side; the first draw is
-    :func:`_seeds`'s, so a scene whose pair already fits is unchanged."""
+@functools.lru_cache(maxsize=4096)
+def _opening(category_name: str, seed: int, params: Shape = ()) -> float:
+    """Inner diameter of a vessel's mouth (m): twice the rim's smallest distance from its axis.
+
+    For a round rim that is the mouth's diameter; for an oval or square one it is the narrowest
+    width, the conservative bound on what passes through at any yaw.
+    """
+    from afford_sim.assets import make
+
+    asset = make(category_name, seed, **dict(params))
+    if "rim" not in category(category_name).parts:
+        raise ValueError(f"a {category_name} has no rim part to measure its opening by")
+    rim = asset.part_mesh("rim")
+    axis = 0.5 * (rim.bounds[0, :2] + rim.bounds[1, :2])
+    return 2.0 * float(np.min(np.linalg.norm(np.asarray(rim.vertices)[:, :2] - axis, axis=1)))
+
+
+#: Share of a vessel's mouth an object's footprint diagonal may take. The wall is a polygon of
+#: wedges and may taper below the rim, and an object goes in slightly tilted: a block whose
+#: diagonal was 95% of a mug's mouth jammed in it, one at 88% dropped to the bottom.
+MOUTH_SHARE = 0.9
+
+
+def _draw_shape(rng: np.random.Generator, ranges: dict[str, tuple[float, float]]) -> Shape:
+    return tuple((k, float(rng.uniform(lo, hi))) for k, (lo, hi) in sorted(ranges.items()))
+
+
+def _fitting_pair(seed: int, target: tuple[str, dict[str, tuple[float, float]]],
+                  dest: tuple[str, dict[str, tuple[float, float]]], contain: bool,
+                  tries: int = 50) -> tuple[tuple[int, Shape], tuple[int, Shape]]:
+    """Asset seeds and pinned shapes of an object and its receiver.
+
+    The first draw's seeds are :func:`_seeds`'s. For a receiver that contains (a mug, a bowl),
+    draws repeat, seeded, until the object's footprint diagonal is at most :data:`MOUTH_SHARE`
+    of the receiver's mouth (:func:`_opening`), so that it can go in at any yaw and come to
+    rest inside rather than across the rim.
+    """
     rng = np.random.default_rng(seed)
     for _ in range(tries):
         s1, s2 = (int(s) for s in rng.integers(0, 10_000, size=2))
-        if min(_footprint(dest, s2)) >= ratio * max(_footprint(target, s1)):
-            return s1, s2
-    raise ValueError(f"no {dest} in {tries} draws holds a {target} (footprint ratio {ratio}); "
-                     "the two generators' sizes do not overlap")
+        p1, p2 = _draw_shape(rng, target[1]), _draw_shape(rng, dest[1])
+        diagonal = math.hypot(*_footprint(target[0], s1, p1))
+        if not contain or diagonal <= MOUTH_SHARE * _opening(dest[0], s2, p2):
+            return (s1, p1), (s2, p2)
+    raise ValueError(f"no {dest[0]} in {tries} draws has a mouth a {target[0]} fits through; pin "
+                     "smaller objects or wider receivers in the task's shapes")
 
 
 # AffordSim randomizes in a 30 cm window with 60 deg of yaw (15 cm / 30 deg for its policy
@@ -239,40 +291,51 @@ class PickTask(Task):
 class PlaceTask(Task):
     """Pick an object and place it on or in a receiver.
 
-    Example: "put the banana on the plate", "place the cube in the bowl".
-    Randomized: both shapes (for a receiver that contains, such as a bowl, redrawn, seeded, until
-    its footprint is at least 85% of the object's longest side, so the object can come to rest
-    in it: a 21 cm banana does not rest in a 14 cm bowl, its tip stays on the table); the object
-    in a 16 x 16 cm window on the robot's right with +-30 deg yaw; the receiver to its left, 8 cm
-    (+-2 cm) between their footprints, any yaw.
+    Example: "put the banana on the plate", "place the cube in the mug".
+    Randomized: both shapes; the object in a 16 x 16 cm window on the robot's right with
+    +-30 deg yaw; the receiver to its left, 8 cm (+-2 cm) between their footprints, any yaw. For
+    a receiver that contains (a mug, a bowl), the pair is redrawn, seeded, until the object's
+    footprint diagonal is at most 90% of the receiver's mouth, so it can go in at any yaw; a task
+    may pin a shape parameter to a range of its own (a 2.6-3.1 cm cube for the mug, whose mouth
+    is 5-5.5 cm; a 24-28 cm fruit bowl for a 20 cm banana), declared in :meth:`randomization`.
     Success: grasp and lift as for picking; place: after release and retreat, the object rests on
     the receiver: it touches the receiver and neither the table nor the fingers, and its centre
     is over the receiver's footprint (in the receiver's own frame, so a long, narrow receiver is
     judged along its axes). Touching the receiver but not the table is what "on it" means for a
     rigid object at rest; the centre test rules out an object propped against the receiver's side.
+    In a receiver that contains, the object must also be in it: its lowest point at least a
+    third of the receiver's height below the rim's top. An object resting across the rim stays
+    within a wall's thickness of the top; one that went in rests on the floor or wedges well
+    down the wall.
     """
 
     skill = "place"
     actions = (NextAction.PLACE, NextAction.STACK)
 
-    #: The receiver's smallest footprint side over the object's longest side, at least.
-    fit_ratio: ClassVar[float] = 0.85
+    #: Share of the receiver's height the object's lowest point must be below its rim, "in" it.
+    depth_share: ClassVar[float] = 1 / 3
+
+    @classmethod
+    def contains(cls) -> bool:
+        """Whether the receiver holds things inside it (a part affords contain, not support)."""
+        dest = category(cls.destination or "")
+        return any("contain" in dest.affordances.get(p, ()) and "support" not in dest.affordances.get(p, ())
+                   for p in dest.parts)
 
     def scene(self, seed: int) -> SceneSpec:
         dest = self.destination_name
         assert dest is not None
-        containing = any("contain" in category(dest).affordances.get(p, ()) for p in category(dest).parts
-                         if "support" not in category(dest).affordances.get(p, ()))
-        s1, s2 = _seeds(seed, 2)
-        if containing:
-            s1, s2 = _fitting_seeds(seed, self.target_name, dest, self.fit_ratio)
+        target = (self.target_name, dict(self.shapes.get(self.target_name, {})))
+        receiver = (dest, dict(self.shapes.get(dest, {})))
+        (s1, p1), (s2, p2) = _fitting_pair(seed, target, receiver, self.contains())
         return _scene(
-            ObjectSpec(self.target_name, self.target_name, s1, _FRONT),
+            ObjectSpec(self.target_name, self.target_name, s1, _FRONT, params=p1),
             ObjectSpec(
                 dest,
                 dest,
                 s2,
                 Relative("left_of", self.target_name, distance=0.08, jitter=0.02, yaw=(-math.pi, math.pi)),
+                params=p2,
             ),
         )
 
@@ -282,7 +345,8 @@ class PlaceTask(Task):
         # The object's centre in the receiver's frame, against the receiver's footprint there:
         # a long, narrow receiver (a sugar box on its side) is judged along its own axes.
         pose = world.object_pose(dest)
-        verts = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == dest])
+        shapes = [s for s in world.collision_shapes() if s.object == dest]
+        verts = np.vstack([s.world_vertices() for s in shapes])
         local = (verts - pose[:3, 3]) @ pose[:3, :3]
         lo, hi = local[:, :2].min(0), local[:, :2].max(0)
         centre = (world.object_center(self.target_name) - pose[:3, 3]) @ pose[:3, :3]
@@ -292,12 +356,18 @@ class PlaceTask(Task):
         held = any(world.in_contact(f, self.target_name) for f in FINGERS)
         on_table = world.in_contact("table", self.target_name)
         ok = inside and on_dest and not held and not on_table
-        return Check(
-            ok,
-            f"centre {'inside' if inside else 'outside'} the {dest}'s footprint ({margin * 100:+.1f} cm from "
-            f"its nearest edge), on the {dest}: {on_dest}, on the table: {on_table}, "
-            f"still touching the fingers: {held}",
-        )
+        where = "inside" if inside else "outside"
+        detail = (f"centre {where} the {dest}'s footprint ({margin * 100:+.1f} cm "
+                  f"from its nearest edge), on the {dest}: {on_dest}, on the table: {on_table}, "
+                  f"still touching the fingers: {held}")
+        if self.contains():
+            rim = [s.world_vertices() for s in shapes if s.part == "rim"] or [verts]
+            top = float(max(v[:, 2].max() for v in rim))
+            need = self.depth_share * (top - float(verts[:, 2].min()))
+            sunk = top - _lowest_z(world, self.target_name)
+            ok = ok and sunk >= need
+            detail += f", lowest point {sunk * 100:.1f} cm below the rim (in it from {need * 100:.1f} cm)"
+        return Check(ok, detail)
 
 
 class PlaceOnTableTask(Task):
@@ -499,6 +569,7 @@ def register_task(
     tier: Tier,
     instructions: Sequence[str],
     robots: Sequence[str] = ("fr3",),
+    shapes: dict[str, dict[str, tuple[float, float]]] | None = None,
 ) -> type[Task]:
     """Register ``family`` with its objects filled in as task ``task_id``; returns the class.
 
@@ -515,6 +586,12 @@ def register_task(
     for name in (target, destination):
         if name is not None:
             category(name)  # KeyError listing the known categories
+    for name, ranges in (shapes or {}).items():
+        if name not in (target, destination):
+            raise ValueError(f"{task_id}: shapes names {name!r}, which is not one of its objects")
+        for param, (lo, hi) in ranges.items():
+            if not 0 < lo <= hi:
+                raise ValueError(f"{task_id}: {name}.{param} range [{lo}, {hi}] is empty or not positive")
     phrasings = tuple(dict.fromkeys(t.strip() for t in instructions if t.strip()))
     if not phrasings:
         raise ValueError(f"{task_id}: at least one instruction is needed")
@@ -531,6 +608,7 @@ def register_task(
             "tier": tier,
             "instructions": phrasings,
             "robots": tuple(robots),
+            "shapes": {k: dict(v) for k, v in (shapes or {}).items()},
         },
     )
     TASKS.register(task_id, cls)
@@ -592,7 +670,16 @@ def task_for(intent: Intent) -> Task:
 
 _GENERIC = ("banana", "cube", "box", "bottle")
 _WITH_PARTS = ("hammer", "pan", "scoop", "mug", "paper_cup", "kettle")
-_ON = {"plate": "on", "tray": "on", "bowl": "in", "box": "in"}
+# A box here is a closed carton (its body affords no "contain"): things go on it, not in it.
+_ON = {"plate": "on", "tray": "on", "bowl": "in", "box": "on"}
+# Shapes pinned where the everyday draws never fit: a 20-24 cm banana or carrot lies in a fruit
+# bowl (24-28 cm across), not in a 12-18 cm soup bowl; a block drops into a mug whose mouth is
+# 5-5.5 cm when it is 2.6-3.1 cm on a side (its diagonal then passes at any yaw, MOUTH_SHARE).
+_FIT: dict[tuple[str, str], dict[str, dict[str, tuple[float, float]]]] = {
+    ("banana", "bowl"): {"bowl": {"radius": (0.12, 0.14)}},
+    ("carrot", "bowl"): {"bowl": {"radius": (0.12, 0.14)}},
+    ("cube", "mug"): {"cube": {"size": (0.026, 0.031)}},
+}
 _ONTO = {"on": "onto", "in": "into"}
 _ORDER: dict[str, int] = {}
 
@@ -631,6 +718,7 @@ for _t in ("banana", "cube", "box", "bottle", "paper_cup", "mug"):
         _p = _ON[_d]
         _add(PlaceTask, f"place-{_slug(_t)}-{_d}-v1", target=_t, destination=_d,
              tier="easy" if _t in _GENERIC else "medium", robots=_robots(f"place-{_slug(_t)}-{_d}-v1"),
+             shapes=_FIT.get((_t, _d)),
              instructions=(f"put the {_say(_t)} {_p} the {_d}", f"place the {_say(_t)} {_p} the {_d}",
                            f"move the {_say(_t)} {_ONTO[_p]} the {_d}"))
 _add(HangTask, "hang-mug-v1", target="mug", destination="rack", tier="hard",
@@ -652,6 +740,7 @@ for _t, _d, _p in (("bowl", "plate", "on"), ("carrot", "bowl", "in"), ("carrot",
                    ("chocolate_box", "sugar_box", "on"), ("leek", "cutting_board", "on"),
                    ("cube", "mug", "in")):
     _add(PlaceTask, f"place-{_slug(_t)}-{_slug(_d)}-v1", target=_t, destination=_d, tier="easy",
+         shapes=_FIT.get((_t, _d)),
          instructions=(f"put the {_say(_t)} {_p} the {_say(_d)}", f"place the {_say(_t)} {_p} the {_say(_d)}",
                        f"move the {_say(_t)} {_ONTO[_p]} the {_say(_d)}"))
 for _t in ("bottle", "soup_can"):

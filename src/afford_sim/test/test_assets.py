@@ -135,6 +135,25 @@ def test_params_validate_their_ranges() -> None:
     assert 0.01 <= sampled.width <= 0.02 and isinstance(sampled.n, int)
 
 
+def test_params_pinned_within_wider_limits_but_never_drawn_there() -> None:
+    """A field with limits beyond its range takes a hand-given value there (a task's small
+    cube), refuses one beyond them, and still draws only from its range."""
+
+    @dataclass
+    class P(Params):
+        size: float = span(0.04, 0.06, limits=(0.025, 0.07))
+
+    assert P(size=0.03).size == 0.03
+    with pytest.raises(ValueError, match=r"outside \[0.025, 0.07\]"):
+        P(size=0.02)
+    assert P.limits() == {"size": (0.025, 0.07)} and P.ranges() == {"size": (0.04, 0.06)}
+    rng = np.random.default_rng(0)
+    assert all(0.04 <= P.sample(rng).size <= 0.06 for _ in range(200))
+    with pytest.raises(ValueError, match="contain the range"):
+        span(0.04, 0.06, limits=(0.05, 0.07))
+    assert make("cube", 3, size=0.03).params["size"] == 0.03
+
+
 # --- every category ---------------------------------------------------------------------------
 
 

@@ -7,6 +7,7 @@ must say yes), and its answer must be a plain ``bool`` so records serialise as J
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -201,6 +202,60 @@ def test_place_on_a_long_narrow_receiver_is_judged_along_its_own_axes() -> None:
         world.advance(1.5)
         result = _check(task, "place", world)
         assert not result.ok, result.detail
+
+
+def _mouth(world: BatchWorld, name: str) -> tuple[np.ndarray, float]:
+    """Centre of a vessel's rim (x, y) and the rim's top z."""
+    rim = np.vstack([s.world_vertices() for s in world.collision_shapes()
+                     if s.object == name and s.part == "rim"])
+    return 0.5 * (rim[:, :2].min(0) + rim[:, :2].max(0)), float(rim[:, 2].max())
+
+
+def test_place_in_a_container_fails_across_the_rim_and_passes_inside() -> None:
+    """A block too big for the mug's mouth, set on it, rests on the rim: touching the mug, not
+    the table, centre over its footprint, yet not in it. The task's own block, dropped over the
+    mouth, falls in and is placed."""
+    task = get_task("place-cube-mug-v1")
+    spec = task.scene(SEED)
+    big = dataclasses.replace(spec.objects[0], params=(("size", 0.065),))
+    world = BatchWorld(sample_scene(dataclasses.replace(spec, objects=(big, *spec.objects[1:])), SEED))
+    try:
+        task.begin(world)
+        centre, top = _mouth(world, "mug")
+        _put_centre_at(world, "cube", [*centre, top + 0.04])
+        world.advance(1.5)
+        result = _check(task, "place", world)
+        assert world.in_contact("mug", "cube") and not world.in_contact("table", "cube"), result.detail
+        assert not result.ok and "below the rim" in result.detail, result.detail
+    finally:
+        world.close()
+    with _scene("place-cube-mug-v1") as (task, world):
+        centre, top = _mouth(world, "mug")
+        _put_centre_at(world, "cube", [*centre, top + 0.03])
+        world.advance(1.5)
+        result = _check(task, "place", world)
+        assert result.ok, result.detail
+
+
+def test_containing_receivers_draw_objects_that_fit_their_mouth() -> None:
+    """Every place-in task's scenes pair an object whose footprint diagonal passes the mouth;
+    the pinned shapes are recorded with the scene and declared in the randomization."""
+    from afford_sim.tasks import MOUTH_SHARE, TASKS, PlaceTask, _footprint, _opening
+
+    tasks = [get_task(t) for t in TASKS.names()]
+    contain = [t for t in tasks if isinstance(t, PlaceTask) and t.contains()]
+    ids = {t.task_id for t in contain}
+    assert {"place-cube-mug-v1", "place-banana-bowl-v1", "place-carrot-bowl-v1"} <= ids
+    for task in contain:
+        for seed in range(5):
+            obj, dest = task.scene(seed).objects
+            diag = float(np.hypot(*_footprint(obj.category, obj.seed, obj.params)))
+            assert diag <= MOUTH_SHARE * _opening(dest.category, dest.seed, dest.params), (task.task_id, seed)
+    mug = get_task("place-cube-mug-v1")
+    assert "size drawn in [0.026, 0.031]" in mug.randomization()["cube"]["shape"]
+    obj = mug.scene(0).objects[0]
+    assert 0.026 <= dict(obj.params)["size"] <= 0.031
+    assert _footprint("cube", obj.seed, obj.params)[0] == pytest.approx(dict(obj.params)["size"], abs=1e-4)
 
 
 def _extent(world: BatchWorld, name: str, axis: int) -> float:

@@ -144,6 +144,34 @@ def _axis_xy(points: np.ndarray) -> np.ndarray:
     return centre
 
 
+def receiving_centre(points: np.ndarray, min_depth: float = 0.03, band: float = 0.01,
+                     max_residual: float = 0.004) -> np.ndarray:
+    """Horizontal point a placed object aims at over a receiving part's ``points``.
+
+    A vessel (the part stands ``min_depth`` or more tall: a mug's or a bowl's body) is aimed at
+    the centre of its mouth, a circle fitted to the points of its top ``band``: one camera sees
+    the near wall and the far wall's inside, so their median sits a centimetre or more off the
+    axis, which drops a block on a mug's rim. A flat receiver (a plate, a board, a box's top),
+    or a top band that is not round within ``max_residual``, is aimed at the points' median.
+    """
+    from afford_planner.candidates import fit_circle
+
+    pts = np.asarray(points, dtype=float)
+    median = np.median(pts[:, :2], axis=0)
+    z = pts[:, 2]
+    if float(np.ptp(z)) < min_depth:
+        return median
+    top = pts[z >= z.max() - band]
+    if len(top) < 10:
+        return median
+    centre, radius, resid = fit_circle(top[:, :2])
+    # The fitted mouth must lie within the part as seen (not a wild fit to a short arc).
+    lo, hi = pts[:, :2].min(0), pts[:, :2].max(0)
+    if resid > max_residual or not np.all((centre >= lo) & (centre <= hi)) or radius > float(np.max(hi - lo)):
+        return median
+    return centre
+
+
 def _translated(pose: np.ndarray, delta: np.ndarray) -> np.ndarray:
     out = pose.copy()
     out[:3, 3] = out[:3, 3] + delta
@@ -261,7 +289,7 @@ class SkillRunner:
             centre = np.append(np.median(obj[:, :2], axis=0), 0.0)
             pose = _rotated_about(pose, np.array([0.0, 0.0, 1.0]), turn, centre)
             obj = held.in_world(pose)
-        target_xy = np.median(surface_points[:, :2], axis=0)
+        target_xy = receiving_centre(surface_points)
         top = float(np.percentile(surface_points[:, 2], 90))
         delta = np.zeros(3)
         delta[:2] = target_xy - np.median(obj[:, :2], axis=0)

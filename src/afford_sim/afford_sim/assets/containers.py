@@ -153,7 +153,8 @@ class BowlParams(Params):
         mass: Mass (kg).
     """
 
-    radius: float = span(0.06, 0.09)
+    # Up to 15 cm by hand: a fruit bowl that a 20 cm banana lies in (place-banana-bowl-v1).
+    radius: float = span(0.06, 0.09, limits=(0.05, 0.15))
     height: float = span(0.045, 0.075)
     foot: float = span(0.4, 0.6)
     curve: float = span(0.8, 1.3)

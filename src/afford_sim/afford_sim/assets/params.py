@@ -3,7 +3,8 @@
 Each generator declares its parameters as a :class:`Params` subclass whose fields are made with
 :func:`span` (a float range) or :func:`count` (an integer range). The ranges live next to the
 field, so sampling, validation and documentation cannot drift apart: ``sample`` draws every
-field uniformly from its range and ``__post_init__`` rejects hand-given values outside it.
+field uniformly from its range and ``__post_init__`` rejects hand-given values outside its limits
+(the range, unless the field declares wider ones a task may pin a value in).
 """
 
 from __future__ import annotations
@@ -15,18 +16,28 @@ from typing import Any, Self
 import numpy as np
 
 
-def span(lo: float, hi: float) -> Any:
-    """A float parameter drawn uniformly from ``[lo, hi]``; its default is the midpoint."""
+def span(lo: float, hi: float, limits: tuple[float, float] | None = None) -> Any:
+    """A float parameter drawn uniformly from ``[lo, hi]``; its default is the midpoint.
+
+    ``limits`` (default: the range itself) is the wider interval the generator still builds a
+    sound object in. Only a value given by hand (an override) may use it: a task that needs a
+    smaller cube or a wider bowl than the everyday draw pins one there (``make("cube", 3,
+    size=0.03)``), while the default distribution stays what every other scene was built with.
+    """
     if not lo <= hi:
         raise ValueError(f"empty parameter range [{lo}, {hi}]")
-    return field(default=(lo + hi) / 2, metadata={"range": (float(lo), float(hi)), "integer": False})
+    low, high = limits if limits is not None else (lo, hi)
+    if not low <= lo <= hi <= high:
+        raise ValueError(f"limits [{low}, {high}] must contain the range [{lo}, {hi}]")
+    return field(default=(lo + hi) / 2, metadata={"range": (float(lo), float(hi)), "integer": False,
+                                                   "limits": (float(low), float(high))})
 
 
 def count(lo: int, hi: int) -> Any:
     """An integer parameter drawn uniformly from ``lo..hi`` inclusive; its default is ``lo``."""
     if not lo <= hi:
         raise ValueError(f"empty parameter range {lo}..{hi}")
-    return field(default=lo, metadata={"range": (lo, hi), "integer": True})
+    return field(default=lo, metadata={"range": (lo, hi), "integer": True, "limits": (lo, hi)})
 
 
 @dataclass
@@ -35,7 +46,7 @@ class Params:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            lo, hi = f.metadata["range"]
+            lo, hi = f.metadata["limits"]
             value = getattr(self, f.name)
             if f.metadata["integer"] and int(value) != value:
                 raise ValueError(f"{type(self).__name__}.{f.name} must be an integer, got {value!r}")
@@ -46,6 +57,11 @@ class Params:
     def ranges(cls) -> dict[str, tuple[float, float]]:
         """Every field's (lower, upper) range."""
         return {f.name: f.metadata["range"] for f in fields(cls)}
+
+    @classmethod
+    def limits(cls) -> dict[str, tuple[float, float]]:
+        """Every field's (lower, upper) limits: what a hand-given value may take."""
+        return {f.name: f.metadata["limits"] for f in fields(cls)}
 
     @classmethod
     def sample(cls, rng: np.random.Generator, overrides: Mapping[str, float] | None = None) -> Self:
