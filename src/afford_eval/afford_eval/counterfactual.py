@@ -20,7 +20,7 @@ import numpy as np
 
 from afford_core.grasp import GraspCandidate
 from afford_eval.candidate_sets import CandidateSetConfig, build_candidate_set, scene_seed
-from afford_eval.methods import MethodContext, all_method_names, apply_methods
+from afford_eval.methods import MethodContext, all_method_names, apply_methods, in_mask
 from afford_eval.suites import sentence_for, task_for_scene
 from afford_planner.selection import SelectionConfig
 
@@ -133,7 +133,7 @@ def execute_candidate(
 
 
 def _candidate_record(
-    c: GraspCandidate, planned: bool, origin: str, outcome: dict[str, Any]
+    c: GraspCandidate, planned: bool, origin: str, outcome: dict[str, Any], masked: bool
 ) -> dict[str, Any]:
     return {
         "index": int(c.index),
@@ -144,7 +144,27 @@ def _candidate_record(
         "width": float(c.width),
         "terms": {k: float(v) for k, v in sorted(c.terms.items()) if math.isfinite(float(v))},
         "planned": planned,
+        "in_region_mask": masked,
         "outcome": outcome,
+    }
+
+
+def _context_record(context: MethodContext) -> dict[str, Any]:
+    """What the methods knew besides the candidates, so a baseline can be recomputed from the
+    record: the perceived centre, the view, and the grounded region as a count and a hash (each
+    candidate's ``in_region_mask`` is the mask filter's verdict on it)."""
+    import hashlib
+
+    region = np.ascontiguousarray(np.round(np.asarray(context.region_points, dtype=np.float64), 6))
+    return {
+        "object_center": [round(float(v), 6) for v in context.object_center],
+        "region_points": len(region),
+        "region_sha256": hashlib.sha256(region.tobytes()).hexdigest(),
+        "K": np.round(context.K, 6).tolist(),
+        "world_T_camera": np.round(context.world_T_camera, 6).tolist(),
+        "image_size": list(context.image_size),
+        "tie_distance": context.tie_distance,
+        "mask_dilation_px": context.mask_dilation_px,
     }
 
 
@@ -167,9 +187,13 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
         {"suite", "scene", "seed", "sentence", "grounding", "candidate_set_hash",
          "candidates": [{"index", "source", "origin" ("propose" | "antipodal"), "position",
                          "rotation", "width", "terms": {...}, "planned": bool,
+                         "in_region_mask": bool,
                          "outcome": {"success", "stages": {name: bool},
                                      "failed_stage": str | None, "detail": str}}],
          "methods": {name: selected index | None},
+         "ties": {name: candidates tied for the method's top rank (the pick was a seeded draw)},
+         "context": {"object_center", "region_points" (count), "region_sha256", "K",
+                     "world_T_camera", "image_size", "tie_distance", "mask_dilation_px"},
          "determinism": [{"index", "first": bool, "second": bool}],
          "videos": [{"method", "index", "path", "success", "agrees": bool}],
          "timings_s": {"build", "execute", "determinism", "methods", "videos", "total",
@@ -197,6 +221,7 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
             "candidate_set_hash": None,
             "candidates": [],
             "methods": {name: None for name in cfg.method_names},
+            "ties": {name: 0 for name in cfg.method_names},
             "determinism": [],
             "videos": [],
             "unevaluable": str(err),
@@ -237,8 +262,11 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
             world_T_camera=built.world_T_camera,
             image_size=built.image_size,
             weights=dict(cfg.weights),
+            planned=frozenset(int(c.index) for c in planned),
         )
-        methods = apply_methods(cands, context, cfg.method_names)
+        choices = apply_methods(cands, context, cfg.method_names)
+        methods = {name: ch.index for name, ch in choices.items()}
+        masked = dict(zip((c.index for c in cands), in_mask(cands, context), strict=True))
         timings["methods"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -271,10 +299,13 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
             "grounding": cfg.grounding,
             "candidate_set_hash": built.set_hash,
             "candidates": [
-                _candidate_record(c, c.index in ep.plans, built.origins[c.index], outcomes[c.index])
+                _candidate_record(c, c.index in ep.plans, built.origins[c.index], outcomes[c.index],
+                                  masked[c.index])
                 for c in cands
             ],
             "methods": methods,
+            "ties": {name: ch.tied for name, ch in choices.items()},
+            "context": _context_record(context),
             "determinism": determinism,
             "videos": videos,
             "timings_s": {k: round(v, 3) for k, v in timings.items()},

@@ -41,7 +41,7 @@ import trimesh
 from afford_core.grasp import GraspCandidate
 from afford_core.ontology import category
 from afford_core.types import ObjectCloud
-from afford_eval.methods import MethodContext, in_mask, stability
+from afford_eval.methods import MethodContext, in_mask, stability_ranking
 from afford_pipeline.episode import Choice, Episode
 from afford_pipeline.spine import Chooser, SpineConfig
 from afford_planner.antipodal import AntipodalConfig, sample_antipodal_grasps
@@ -127,12 +127,8 @@ def _generic(ep: Episode, cfg: SpineConfig, masked: bool) -> Choice:
     pool = list(ep.candidates)
     if masked:
         pool = [c for c, ok in zip(pool, in_mask(pool, context), strict=True) if ok]
-    # The stability rule, applied repeatedly, orders the whole pool (best first).
-    ranked: list[GraspCandidate] = []
-    while pool:
-        best = stability(pool, context)
-        ranked += [c for c in pool if c.index == best]
-        pool = [c for c in pool if c.index != best]
+    # The stability rule orders the whole pool (best first; ties in a seeded order).
+    ranked = stability_ranking(pool, context)
     none = ("no generic grasp projects into the grounded region's mask" if masked
             else "the generic detector found no grasp")
     return _plan_in_order(ep, ranked, cfg, none)

@@ -1,9 +1,12 @@
-"""Selection methods compared on one candidate set: baselines, the AFFORD-X factorial, oracle.
+"""Selection methods compared on one candidate set: baselines, the AFFORD-X factorial, and the
+factorial's best cell with terms from part labels.
 
-Each method is a function ``(candidates, context) -> index | None``: the index of the
-candidate it would execute, or None when it abstains (an abstention counts as a failure).
-A method sees the candidates' poses and terms and the perception context, never the
-outcomes of executing them.
+Each method is a function ``(candidates, context) -> MethodChoice``: the index of the candidate
+it would execute (None when it abstains; an abstention counts as a failure) and how many
+candidates tied for its top rank. A method sees the candidates' poses and terms and the
+perception context, never the outcomes of executing them. Ties are never broken by list order:
+the pick among tied candidates is a draw seeded by the scene and the method's name, and the
+tie's size is recorded, so a report can say how often a rule did not decide.
 
     random                 uniform among all candidates (seeded by the scene)
     stability              nearest the perceived centre of the object, ties (within
@@ -14,13 +17,20 @@ outcomes of executing them.
                            AnyGrasp + Filter); abstains when none does
     afford_<L>_<gate>_<comb>   AFFORD-X ``selection.select`` at level L1..L4, gate none or
                            feasibility, combination weighted_sum or product
-    oracle                 L4, feasibility gate, product, with function and task terms from
-                           the simulator's part labels (``function_oracle``, ``task_oracle``)
+    part_label_terms       L4, feasibility gate, product, with function and task terms from
+                           the simulator's part labels (``function_oracle``, ``task_oracle``):
+                           what better grounding would give on the same candidates. Not a
+                           ceiling; the ceiling is a scene where any candidate succeeded.
+
+Every method also runs as ``<name>@planned``: the same rule over only the candidates that have a
+collision-free plan (``MethodContext.planned``). Only L4's plan term knows plannability; giving
+every method the same plan mask is what makes a comparison with L4 fair.
 """
 
 from __future__ import annotations
 
 import copy
+import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -46,6 +56,8 @@ class MethodContext:
         mask_dilation_px: Pixels the projected region mask is dilated by: projected depth
             points leave one-pixel holes, and a TCP inside a thin handle sits on its edge.
         tie_distance: Distances to the centre within this (m) tie for the stability method.
+        planned: Indices of the candidates with a collision-free plan; None when unknown (the
+            ``@planned`` methods then refuse to run).
     """
 
     seed: int
@@ -57,6 +69,7 @@ class MethodContext:
     weights: Mapping[str, float] = field(default_factory=dict)
     mask_dilation_px: int = 3
     tie_distance: float = 0.005
+    planned: frozenset[int] | None = None
 
     def __post_init__(self) -> None:
         if np.asarray(self.object_center).shape != (3,):
@@ -69,7 +82,31 @@ class MethodContext:
             raise ValueError("mask_dilation_px and tie_distance must be >= 0")
 
 
-Method = Callable[[Sequence[GraspCandidate], MethodContext], int | None]
+@dataclass(frozen=True)
+class MethodChoice:
+    """What a method selected: a candidate index (None: abstained) and the size of the tie it
+    was drawn from (1: the rule decided alone; 0: abstained)."""
+
+    index: int | None
+    tied: int = 1
+
+
+Method = Callable[[Sequence[GraspCandidate], MethodContext], MethodChoice]
+PLANNED = "@planned"
+"""Suffix of a method run over the planned candidates only."""
+
+ABSTAIN = MethodChoice(None, 0)
+
+
+def seeded_pick(tied: Sequence[int], seed: int, salt: str) -> int:
+    """One of the tied candidate indices, drawn with a generator seeded by the scene and
+    ``salt`` (the method's name): the same scene and method always pick the same one, and no
+    rule inherits an advantage from the order candidates were listed in."""
+    ordered = sorted(int(i) for i in tied)
+    if len(ordered) == 1:
+        return ordered[0]
+    rng = np.random.default_rng([int(seed), zlib.crc32(salt.encode())])
+    return ordered[int(rng.integers(len(ordered)))]
 
 
 def project(points: np.ndarray, K: np.ndarray, world_T_camera: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -109,79 +146,128 @@ def in_mask(cands: Sequence[GraspCandidate], context: MethodContext) -> list[boo
     return [bool(o and mask[p[1], p[0]]) for o, p in zip(ok, px, strict=True)]
 
 
-def random_method(cands: Sequence[GraspCandidate], context: MethodContext) -> int | None:
-    """Uniform choice among all candidates, seeded by the scene."""
+def random_method(cands: Sequence[GraspCandidate], context: MethodContext) -> MethodChoice:
+    """Uniform choice among all candidates, seeded by the scene (one draw; the report also
+    gives the expectation over candidates)."""
     if not cands:
-        return None
+        return ABSTAIN
     rng = np.random.default_rng(context.seed)
-    return int(cands[int(rng.integers(len(cands)))].index)
+    return MethodChoice(int(cands[int(rng.integers(len(cands)))].index), 1)
 
 
-def stability(cands: Sequence[GraspCandidate], context: MethodContext) -> int | None:
-    """Nearest the perceived centre; within ``tie_distance`` the better antipodal quality, then index."""
-    if not cands:
-        return None
+def stability_groups(cands: Sequence[GraspCandidate], context: MethodContext) -> list[list[GraspCandidate]]:
+    """The candidates in the stability rule's order, best first, as groups the rule cannot
+    separate: distance to the perceived centre in steps of ``tie_distance``, then antipodal
+    quality."""
     centre = np.asarray(context.object_center, dtype=np.float64)
     tie = max(context.tie_distance, 1e-9)
 
-    def key(c: GraspCandidate) -> tuple[float, float, int]:
+    def key(c: GraspCandidate) -> tuple[float, float]:
         d = float(np.linalg.norm(c.position - centre))
-        return (float(np.floor(d / tie)), -float(c.terms.get("antipodal", 0.0)), c.index)
+        return (float(np.floor(d / tie)), -float(c.terms.get("antipodal", 0.0)))
 
-    return int(min(cands, key=key).index)
+    groups: dict[tuple[float, float], list[GraspCandidate]] = {}
+    for c in cands:
+        groups.setdefault(key(c), []).append(c)
+    return [groups[k] for k in sorted(groups)]
 
 
-def stability_filter(cands: Sequence[GraspCandidate], context: MethodContext) -> int | None:
-    """Stability among candidates whose TCP falls in the region's 2-D mask; None if none does."""
+def stability_ranking(cands: Sequence[GraspCandidate], context: MethodContext,
+                      salt: str = "stability") -> list[GraspCandidate]:
+    """Every candidate in the stability rule's order, each tie group in a seeded random order."""
+    out: list[GraspCandidate] = []
+    for k, group in enumerate(stability_groups(cands, context)):
+        rng = np.random.default_rng([int(context.seed), zlib.crc32(f"{salt}/{k}".encode())])
+        ordered = sorted(group, key=lambda c: c.index)
+        out += [ordered[i] for i in rng.permutation(len(ordered))]
+    return out
+
+
+def stability(cands: Sequence[GraspCandidate], context: MethodContext) -> MethodChoice:
+    """Nearest the perceived centre; within ``tie_distance`` the better antipodal quality; a
+    seeded draw among what still ties."""
+    if not cands:
+        return ABSTAIN
+    top = stability_groups(cands, context)[0]
+    return MethodChoice(seeded_pick([c.index for c in top], context.seed, "stability"), len(top))
+
+
+def stability_filter(cands: Sequence[GraspCandidate], context: MethodContext) -> MethodChoice:
+    """Stability among candidates whose TCP falls in the region's 2-D mask; abstains if none does."""
     kept = [c for c, ok in zip(cands, in_mask(cands, context), strict=True) if ok]
     return stability(kept, context)
 
 
+def _select_with_ties(cands: Sequence[GraspCandidate], cfg: SelectionConfig, context: MethodContext,
+                      salt: str) -> MethodChoice:
+    # select writes scores and eligibility into the candidates: rank copies, so that no
+    # method's ranking leaks into the set another method sees.
+    sel = select(copy.deepcopy(list(cands)), cfg)
+    if sel.chosen is None:
+        return ABSTAIN
+    best = sel.scores[sel.chosen.index]
+    tied = [i for i in sel.eligible if abs(sel.scores[i] - best) <= 1e-12]
+    return MethodChoice(seeded_pick(tied, context.seed, salt), len(tied))
+
+
 def afford(level: Level, gate: Gate, combination: Combination) -> Method:
-    """The AFFORD-X rule at one factorial cell."""
+    """The AFFORD-X rule at one factorial cell, ties drawn (``selection.select`` alone would
+    take the lowest index)."""
+    name = f"afford_{level}_{gate}_{combination}"
 
-    def method(cands: Sequence[GraspCandidate], context: MethodContext) -> int | None:
+    def method(cands: Sequence[GraspCandidate], context: MethodContext) -> MethodChoice:
         cfg = SelectionConfig(combination=combination, gate=gate, level=level, weights=dict(context.weights))
-        # select writes scores and eligibility into the candidates: rank copies, so that no
-        # method's ranking leaks into the set another method sees.
-        chosen = select(copy.deepcopy(list(cands)), cfg).chosen
-        return None if chosen is None else int(chosen.index)
+        return _select_with_ties(cands, cfg, context, name)
 
-    method.__name__ = f"afford_{level}_{gate}_{combination}"
+    method.__name__ = name
     return method
 
 
-def oracle(cands: Sequence[GraspCandidate], context: MethodContext) -> int | None:
+def part_label_terms(cands: Sequence[GraspCandidate], context: MethodContext) -> MethodChoice:
     """L4 product with the feasibility gate, on function and task terms from the part labels."""
     twins = copy.deepcopy(list(cands))
     for c in twins:
         c.terms["function"] = c.terms["function_oracle"]
         c.terms["task"] = c.terms["task_oracle"]
-    chosen = select(twins, SelectionConfig(combination="product", gate="feasibility", level="L4")).chosen
-    return None if chosen is None else int(chosen.index)
+    cfg = SelectionConfig(combination="product", gate="feasibility", level="L4")
+    return _select_with_ties(twins, cfg, context, "part_label_terms")
+
+
+def planned_only(method: Method) -> Method:
+    """``method`` over the candidates with a plan (``context.planned``)."""
+
+    def restricted(cands: Sequence[GraspCandidate], context: MethodContext) -> MethodChoice:
+        if context.planned is None:
+            raise ValueError("an @planned method needs the set's plan mask (MethodContext.planned)")
+        return method([c for c in cands if c.index in context.planned], context)
+
+    restricted.__name__ = f"{getattr(method, '__name__', 'method')}{PLANNED}"
+    return restricted
 
 
 LEVELS: tuple[Level, ...] = ("L1", "L2", "L3", "L4")
 GATES: tuple[Gate, ...] = ("none", "feasibility")
 COMBINATIONS: tuple[Combination, ...] = ("weighted_sum", "product")
 
-METHODS: dict[str, Method] = {
+_BASE: dict[str, Method] = {
     "random": random_method,
     "stability": stability,
     "stability_filter": stability_filter,
     **{f"afford_{lv}_{g}_{cb}": afford(lv, g, cb) for lv in LEVELS for g in GATES for cb in COMBINATIONS},
-    "oracle": oracle,
+    "part_label_terms": part_label_terms,
 }
+METHODS: dict[str, Method] = {**_BASE, **{f"{n}{PLANNED}": planned_only(m) for n, m in _BASE.items()}}
 
 
 def all_method_names() -> list[str]:
-    """Every registered method, baselines first, then the factorial, then the oracle."""
+    """Every registered method: baselines, the factorial, part-label terms; then each of them
+    over the planned candidates only."""
     return list(METHODS)
 
 
 def apply_methods(
     cands: Sequence[GraspCandidate], context: MethodContext, names: Sequence[str] | None = None
-) -> dict[str, int | None]:
+) -> dict[str, MethodChoice]:
     """Each named method's selection on the same set (all methods when ``names`` is None)."""
     chosen_names = list(names) if names is not None else all_method_names()
     unknown = [n for n in chosen_names if n not in METHODS]

@@ -123,7 +123,8 @@ def page_data(
 # The selection rule of afford_planner.selection, line for line: eligibility by r*a*c against
 # the threshold (with the same epsilon), L4 falling back to L3 when no eligible candidate has a
 # plan term, product or weight-normalised sum, ties to the lower index, abstention when no
-# candidate is eligible.
+# candidate is eligible. The evaluation's methods draw among tied candidates instead (seeded),
+# so the page also lists the tie and accepts any of its members as the run's pick.
 _SELECT_JS = r"""
 const LEVEL_TERMS = {L1: ["reach", "approach", "clearance"],
   L2: ["reach", "approach", "clearance", "function"],
@@ -149,7 +150,9 @@ function selectRule(cands, rule, weights, threshold) {
   const order = cands.map((c, i) => i).sort((i, j) =>
     (scores[j] - scores[i]) || (cands[i].index - cands[j].index));
   const any = eligible.some(e => e);
-  return {scores, eligible, order, chosen: any ? order[0] : null, note};
+  const best = any ? scores[order[0]] : 0;
+  const tied = any ? order.filter(i => eligible[i] && Math.abs(scores[i] - best) <= 1e-12) : [];
+  return {scores, eligible, order, chosen: any ? order[0] : null, tied, note};
 }
 """
 
@@ -220,9 +223,12 @@ function update() {
     agree.dataset.state = "unrecorded"; agree.textContent = `(${method} was not run)`;
   }
   else {
-    agree.dataset.state = rec === mine ? "agrees" : "disagrees";
-    agree.textContent = rec === mine ? `matches the run's ${method}` :
-      `DIFFERS from the run's ${method} (#${rec})`;
+    const tied = current.tied.map(i => D.candidates[i].index);
+    const ok = rec === mine || (rec !== null && tied.includes(rec));
+    agree.dataset.state = ok ? "agrees" : "disagrees";
+    agree.textContent = !ok ? `DIFFERS from the run's ${method} (#${rec})` :
+      tied.length > 1 ? `matches the run's ${method}: a tie of ${tied.length}, the run drew #${rec}` :
+      `matches the run's ${method}`;
   }
   $("note").textContent = current.note;
   allRules();
@@ -401,10 +407,16 @@ def write_replay(
 def selections_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]]) -> dict[str, int | None]:
     """What ``afford_planner.selection.select`` chooses for each ``(level, gate, comb)`` on the
     page's candidates: the reference the page's JavaScript is tested against."""
+    return {name: (min(tied) if tied else None) for name, tied in ties_for(data, rules).items()}
+
+
+def ties_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]]) -> dict[str, list[int]]:
+    """The candidates tied for the top of each ``(level, gate, comb)`` under
+    ``afford_planner.selection.select`` (empty: it abstains); the run's methods drew among them."""
     from afford_core.grasp import GraspCandidate
     from afford_planner.selection import SelectionConfig, select
 
-    out: dict[str, int | None] = {}
+    out: dict[str, list[int]] = {}
     for level, gate, comb in rules:
         cands = [
             GraspCandidate(
@@ -423,6 +435,11 @@ def selections_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]
             weights=dict(data["weights"]),
             gate_threshold=data["gate_threshold"],
         )
-        chosen = select(cands, cfg).chosen
-        out[f"afford_{level}_{gate}_{comb}"] = None if chosen is None else chosen.index
+        sel = select(cands, cfg)
+        if sel.chosen is None:
+            out[f"afford_{level}_{gate}_{comb}"] = []
+            continue
+        best = sel.scores[sel.chosen.index]
+        tied = (i for i in sel.eligible if abs(sel.scores[i] - best) <= 1e-12)
+        out[f"afford_{level}_{gate}_{comb}"] = sorted(tied)
     return out

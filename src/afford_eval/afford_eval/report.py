@@ -29,7 +29,10 @@ from afford_eval import runs
 LEVELS = ("L1", "L2", "L3", "L4")
 GATES = ("none", "feasibility")
 COMBINATIONS = ("weighted_sum", "product")
-BASELINES = ("random", "stability", "stability_filter", "oracle")
+BASELINES = ("random", "stability", "stability_filter", "part_label_terms")
+PLANNED = "@planned"  # afford_eval.methods.PLANNED; the report does not import the methods
+VIEWS = ("", PLANNED)
+VIEW_NAMES = {"": "all candidates", PLANNED: "planned candidates only"}
 ALL_SUITES = "all suites"
 _GATE_RE = re.compile(r"(?:^|[_/:=-])(none|feasibility|nogate|gated)(?=$|[_/:=-])")
 _COMB_RE = re.compile(r"(weighted_sum|weightedsum|product|ws|prod)(?=$|[_/:=-])")
@@ -76,8 +79,14 @@ def factorial_cell(method: str) -> tuple[str, str, str] | None:
     return level.group(1), g, c
 
 
-def _cell_index(methods: Sequence[str]) -> dict[tuple[str, str, str], str]:
-    return {cell: m for m in methods if (cell := factorial_cell(m)) is not None}
+def _base(method: str) -> str:
+    return method.removesuffix(PLANNED)
+
+
+def _cell_index(methods: Sequence[str], view: str = "") -> dict[tuple[str, str, str], str]:
+    """Factorial cell -> method name, among the methods of one view (all or planned only)."""
+    return {cell: m for m in methods
+            if (m.endswith(PLANNED) == (view == PLANNED)) and (cell := factorial_cell(_base(m))) is not None}
 
 
 # --------------------------------------------------------------------------- outcomes
@@ -128,6 +137,9 @@ def _suite_summary(
         k = int(outcomes[m].sum())
         lo, hi = wilson(k, n, cfg.confidence) if n else (0.0, 1.0)
         abstained = sum(r["methods"].get(m) is None for r in records)
+        # A tie the rule did not decide (its pick was a seeded draw among them); records made
+        # before ties were recorded say nothing, counted as unknown.
+        tied = [int(r["ties"][m]) for r in records if m in r.get("ties", {})]
         rates[m] = {
             "successes": k,
             "n": n,
@@ -135,26 +147,38 @@ def _suite_summary(
             "low": lo,
             "high": hi,
             "abstained": abstained,
+            "tie_scenes": sum(t > 1 for t in tied),
+            "ties_known": len(tied),
+            "mean_tie": float(np.mean([t for t in tied if t > 1])) if any(t > 1 for t in tied) else 0.0,
         }
-    cells = _cell_index(methods)
-    # One cluster per scene: methods are paired on the same candidate set of that scene.
-    clusters = [f"{r['suite']}/{r['scene']}" for r in records]
+    # Paired intervals two ways: one cluster per scene (methods are paired on the same set), and
+    # one per sentence (scenes of one task share its object and wording, so they are not
+    # independent evidence; the wider interval is the honest one for a claim about tasks).
+    by_scene = [f"{r['suite']}/{r['scene']}" for r in records]
+    by_sentence = [str(r.get("sentence") or r.get("task_id")) for r in records]
     comparisons: list[dict[str, Any]] = []
 
     def compare(label: str, a: str, b: str) -> None:
         if a in outcomes and b in outcomes and n:
-            mean, lo, hi = paired_difference(outcomes[a], outcomes[b], clusters, cfg)
-            comparisons.append({"label": label, "a": a, "b": b, "diff": mean, "low": lo, "high": hi})
+            mean, lo, hi = paired_difference(outcomes[a], outcomes[b], by_scene, cfg)
+            _, slo, shi = paired_difference(outcomes[a], outcomes[b], by_sentence, cfg)
+            comparisons.append({"label": label, "a": a, "b": b, "diff": mean, "low": lo, "high": hi,
+                                "sentence_low": slo, "sentence_high": shi})
 
-    for comb in COMBINATIONS:
-        for level in LEVELS:
-            on, off = cells.get((level, "feasibility", comb)), cells.get((level, "none", comb))
-            if on and off:
-                compare(f"gate on - off, {level}, {comb}", on, off)
-    best = cells.get(("L4", "feasibility", "product"))
+    for view in VIEWS:
+        cells = _cell_index(methods, view)
+        for comb in COMBINATIONS:
+            for level in LEVELS:
+                on, off = cells.get((level, "feasibility", comb)), cells.get((level, "none", comb))
+                if on and off:
+                    compare(f"gate on - off, {level}, {comb}{view}", on, off)
+    # The headline: L4 (whose plan term knows plannability) against baselines given the same
+    # plan mask; then against the baselines over all candidates, as AFFORD-X compares.
+    best = _cell_index(methods).get(("L4", "feasibility", "product"))
     if best:
-        for base in ("stability", "stability_filter", "random"):
-            compare(f"L4 product gated - {base}", best, base)
+        for view in (PLANNED, ""):
+            for base in ("stability", "stability_filter", "random"):
+                compare(f"L4 product gated - {base}{view}", best, base + view)
     disagree, checked = _determinism(records)
     n_cands = [len(r["candidates"]) for r in records]
     any_ok = sum(any(c["outcome"]["success"] for c in r["candidates"]) for r in records)
@@ -162,6 +186,11 @@ def _suite_summary(
         float(np.mean([c["outcome"]["success"] for c in r["candidates"]])) if r["candidates"] else 0.0
         for r in records
     ]
+    planned_ok = []
+    for r in records:
+        planned = [c["outcome"]["success"] for c in r["candidates"] if c.get("planned")]
+        planned_ok.append(float(np.mean(planned)) if planned else 0.0)
+    ceiling = wilson(any_ok, n, cfg.confidence) if n else (0.0, 1.0)
     return {
         "scenes": n,
         "rates": rates,
@@ -173,8 +202,14 @@ def _suite_summary(
         },
         "candidates_per_scene": float(np.mean(n_cands)) if n_cands else 0.0,
         "scenes_with_a_success": any_ok,
+        "ceiling": {"successes": any_ok, "n": n, "rate": any_ok / n if n else 0.0,
+                    "low": ceiling[0], "high": ceiling[1]},
         "unevaluable": {str(r["scene"]): r["unevaluable"] for r in records if r.get("unevaluable")},
         "mean_candidate_success": float(np.mean(frac_ok)) if frac_ok else 0.0,
+        "expected_random": {"all": float(np.mean(frac_ok)) if frac_ok else 0.0,
+                            "planned": float(np.mean(planned_ok)) if planned_ok else 0.0},
+        "planned_candidates": int(sum(c.get("planned", False) for r in records for c in r["candidates"])),
+        "candidates": int(sum(n_cands)),
     }
 
 
@@ -220,17 +255,40 @@ def _suite_markdown(name: str, s: Mapping[str, Any], methods: Sequence[str], plo
     conf = "95%"
     out = [f"## {name}", ""]
     out.append(
-        f"{s['scenes']} scenes, {s['candidates_per_scene']:.1f} candidates per scene on average; "
-        f"{s['scenes_with_a_success']} scenes have at least one successful candidate; a uniformly "
-        f"random candidate succeeds with probability {s['mean_candidate_success']:.2f} on average."
+        f"{s['scenes']} scenes, {s['candidates_per_scene']:.1f} candidates per scene on average, "
+        f"{s.get('planned_candidates', 0)} of {s.get('candidates', 0)} candidates with a plan; "
+        f"{s['scenes_with_a_success']} scenes have at least one successful candidate (the ceiling); "
+        f"a uniformly random candidate succeeds with probability {s['expected_random']['all']:.2f} "
+        f"on average, a random planned one {s['expected_random']['planned']:.2f} (chance)."
     )
     for scene, why in s.get("unevaluable", {}).items():
         out.append(f"Scene {scene} has no candidate set ({why}); every method counts it as a failure.")
     out.append("")
-    cells = _cell_index(methods)
-    if cells:
+    base = [m for m in BASELINES if m in methods or m + PLANNED in methods]
+    out += [
+        "### Baselines, ceiling and chance",
+        "",
+        "Success rate [95% Wilson interval]. *Planned candidates only*: every method chooses among "
+        "the candidates that have a collision-free plan, the knowledge L4's plan term has; this is "
+        "the fair comparison and the headline. *All candidates*: as AFFORD-X compares, where a "
+        "method without a plan term can pick a grasp the arm cannot reach.",
+        "",
+        f"| method | {VIEW_NAMES[PLANNED]} | {VIEW_NAMES['']} |",
+        "|---|---|---|",
+    ]
+    for m in base:
+        cells = [_rate_cell(s["rates"][m + v]) if m + v in s["rates"] else "-" for v in (PLANNED, "")]
+        out.append(f"| {m} | " + " | ".join(cells) + " |")
+    er, c = s["expected_random"], s["ceiling"]
+    out.append(f"| random, expected (chance) | {_pct(er['planned'])} | {_pct(er['all'])} |")
+    out.append(f"| ceiling (any candidate succeeded) | {_rate_cell(c)} | {_rate_cell(c)} |")
+    out.append("")
+    for view in (PLANNED, ""):
+        cells_of = _cell_index(methods, view)
+        if not cells_of:
+            continue
         out += [
-            "### AFFORD-X factorial",
+            f"### AFFORD-X factorial, {VIEW_NAMES[view]}",
             "",
             f"Success rate [{conf} Wilson interval]; level x gate x combination.",
             "",
@@ -240,44 +298,46 @@ def _suite_markdown(name: str, s: Mapping[str, Any], methods: Sequence[str], plo
         out.append("|---|" + "---|" * len(heads))
         for level in LEVELS:
             row = []
-            for c in COMBINATIONS:
+            for comb in COMBINATIONS:
                 for g in GATES:
-                    m = cells.get((level, g, c))
-                    row.append(_rate_cell(s["rates"][m]) if m else "-")
+                    cell = cells_of.get((level, g, comb))
+                    row.append(_rate_cell(s["rates"][cell]) if cell else "-")
             out.append(f"| {level} | " + " | ".join(row) + " |")
-        out.append("")
-    base = [m for m in BASELINES if m in methods]
-    if base:
-        out += ["### Baselines", "", "| method | success rate [95% Wilson] |", "|---|---|"]
-        out += [f"| {m} | {_rate_cell(s['rates'][m])} |" for m in base]
         out.append("")
     out += [
         "### Every method",
         "",
-        "| method | successes / scenes | rate | 95% Wilson | abstained |",
-        "|---|---|---|---|---|",
+        "*Ties*: scenes where several candidates tied for the method's top rank and the pick was "
+        "a draw seeded by the scene and the method (mean tie size in brackets).",
+        "",
+        "| method | successes / scenes | rate | 95% Wilson | abstained | ties |",
+        "|---|---|---|---|---|---|",
     ]
     for m in methods:
         r = s["rates"][m]
+        ties = f"{r['tie_scenes']} ({r['mean_tie']:.1f})" if r.get("ties_known") else "not recorded"
         out.append(
             f"| {m} | {r['successes']} / {r['n']} | {_pct(r['rate'])} | "
-            f"[{_pct(r['low'])}, {_pct(r['high'])}] | {r['abstained']} |"
+            f"[{_pct(r['low'])}, {_pct(r['high'])}] | {r['abstained']} | {ties} |"
         )
     out.append("")
     if s["comparisons"]:
         out += [
             "### Paired differences",
             "",
-            "Mean difference in success over the same scenes, with a scene-clustered paired "
-            "bootstrap 95% interval; an interval that excludes 0 is marked *.",
+            "Mean difference in success over the same scenes, with paired bootstrap 95% intervals "
+            "resampling scenes, and resampling sentences (scenes of one task share its object and "
+            "wording: the wider, honest interval for a claim about tasks); an interval by sentence "
+            "that excludes 0 is marked *.",
             "",
-            "| comparison | difference | 95% interval | |",
-            "|---|---|---|---|",
+            "| comparison | difference | 95% interval, by scene | 95% interval, by sentence | |",
+            "|---|---|---|---|---|",
         ]
         for c in s["comparisons"]:
-            sig = "*" if c["low"] > 0 or c["high"] < 0 else ""
-            interval = f"[{_signed(c['low'])}, {_signed(c['high'])}]"
-            out.append(f"| {c['label']} | {_signed(c['diff'])} | {interval} | {sig} |")
+            slo, shi = c.get("sentence_low", c["low"]), c.get("sentence_high", c["high"])
+            sig = "*" if slo > 0 or shi < 0 else ""
+            out.append(f"| {c['label']} | {_signed(c['diff'])} | [{_signed(c['low'])}, {_signed(c['high'])}] "
+                       f"| [{_signed(slo)}, {_signed(shi)}] | {sig} |")
         out.append("")
     d = s["determinism"]
     if d["checked"]:
@@ -303,7 +363,7 @@ def _plot(name: str, s: Mapping[str, Any], methods: Sequence[str], path: Path) -
     y = np.arange(len(methods))
     x = np.array([r["rate"] for r in rates])
     err = np.array([[r["rate"] - r["low"] for r in rates], [r["high"] - r["rate"] for r in rates]])
-    colours = ["tab:grey" if m in BASELINES else "tab:blue" for m in methods]
+    colours = ["tab:grey" if _base(m) in BASELINES else "tab:blue" for m in methods]
     fig, ax = plt.subplots(figsize=(7.0, 0.28 * len(methods) + 1.2))
     ax.barh(y, x, xerr=np.clip(err, 0, None), color=colours, capsize=2, height=0.7)
     ax.set_yticks(y, methods, fontsize=7)

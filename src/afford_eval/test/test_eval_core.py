@@ -78,7 +78,7 @@ def test_random_is_seeded_and_uniform() -> None:
     cands = [cand(i, (0.5, 0.01 * i, 0.02)) for i in range(4)]
     pick = METHODS["random"]
     assert pick(cands, context(seed=5)) == pick(cands, context(seed=5))
-    counts = np.bincount([pick(cands, context(seed=s)) for s in range(2000)], minlength=4)
+    counts = np.bincount([pick(cands, context(seed=s)).index for s in range(2000)], minlength=4)
     assert sps.chisquare(counts).pvalue > 0.001
 
 
@@ -90,9 +90,9 @@ def test_stability_picks_nearest_centre_ties_by_antipodal_quality() -> None:
         cand(2, (0.5, 0.021, 0.02), antipodal=0.9),  # 0.021 m: the same 5 mm bin as 0.02
     ]
     ctx = context(tie_distance=0.005)
-    assert METHODS["stability"](cands, ctx) == 2
-    assert METHODS["stability"](cands[:2], ctx) == 1
-    assert METHODS["stability"](cands, context(tie_distance=0.0)) == 1
+    assert METHODS["stability"](cands, ctx).index == 2
+    assert METHODS["stability"](cands[:2], ctx).index == 1
+    assert METHODS["stability"](cands, context(tie_distance=0.0)).index == 1
 
 
 def test_projection_matches_the_pinhole_model() -> None:
@@ -112,9 +112,9 @@ def test_filter_excludes_a_tcp_outside_the_region_mask() -> None:
     ctx = context(region_points=region)
     head, handle = cand(0, (0.5, 0.0, 0.02)), cand(1, (0.62, 0.0, 0.02))
     assert in_mask([head, handle], ctx) == [False, True]
-    assert METHODS["stability"]([head, handle], ctx) == 0
-    assert METHODS["stability_filter"]([head, handle], ctx) == 1
-    assert METHODS["stability_filter"]([head], ctx) is None
+    assert METHODS["stability"]([head, handle], ctx).index == 0
+    assert METHODS["stability_filter"]([head, handle], ctx).index == 1
+    assert METHODS["stability_filter"]([head], ctx).index is None
 
 
 def gate_case() -> list[GraspCandidate]:
@@ -133,22 +133,58 @@ def test_gate_matters_under_weighted_sum_not_under_product() -> None:
         context(),
         [f"afford_L3_{g}_{c}" for g in ("none", "feasibility") for c in ("weighted_sum", "product")],
     )
-    assert picks["afford_L3_none_weighted_sum"] == 0
-    assert picks["afford_L3_feasibility_weighted_sum"] == 1
-    assert picks["afford_L3_none_product"] == picks["afford_L3_feasibility_product"] == 1
+    assert picks["afford_L3_none_weighted_sum"].index == 0
+    assert picks["afford_L3_feasibility_weighted_sum"].index == 1
+    assert picks["afford_L3_none_product"].index == picks["afford_L3_feasibility_product"].index == 1
 
 
-def test_oracle_reads_the_label_terms_and_methods_do_not_mutate_the_set() -> None:
-    """The oracle differs from ours only in where the region comes from; and no method may leave
-    scores behind in the shared set, or the next method would rank another set."""
+def test_part_label_terms_read_the_label_terms_and_methods_do_not_mutate_the_set() -> None:
+    """part_label_terms differs from ours only in where the region comes from; and no method may
+    leave scores behind in the shared set, or the next method would rank another set."""
     cands = [cand(0, (0.5, 0.0, 0.02), function_oracle=0.0), cand(1, (0.5, 0.05, 0.02), plan=0.9)]
     before = [dict(c.terms) for c in cands]
-    picks = apply_methods(cands, context())
-    assert picks["afford_L4_feasibility_product"] == 0 and picks["oracle"] == 1
+    picks = apply_methods(cands, context(planned=frozenset({0, 1})))
+    assert picks["afford_L4_feasibility_product"].index == 0 and picks["part_label_terms"].index == 1
     assert [c.terms for c in cands] == before and all(c.score == 0.0 for c in cands)
-    assert set(picks) == set(all_method_names()) and len(all_method_names()) == 3 + 16 + 1
+    assert set(picks) == set(all_method_names()) and len(all_method_names()) == 2 * (3 + 16 + 1)
     with pytest.raises(KeyError, match="unknown methods"):
         apply_methods(cands, context(), ["anygrasp"])
+
+
+def test_ties_are_drawn_seeded_and_counted_not_won_by_the_lowest_index() -> None:
+    """Hang in miniature: every candidate has the same terms, so L1 cannot decide. The pick is a
+    draw seeded by the scene (the same scene, the same pick), spread over the tied candidates
+    across scenes, and the tie's size is recorded; a rule that decides reports no tie."""
+    cands = [cand(i, (0.5, 0.01 * i, 0.02)) for i in range(5)]
+    name = "afford_L1_feasibility_product"
+    picks = [METHODS[name](cands, context(seed=s)) for s in range(300)]
+    assert all(p.tied == 5 for p in picks)
+    assert METHODS[name](cands, context(seed=7)) == METHODS[name](cands, context(seed=7))
+    counts = np.bincount([p.index for p in picks], minlength=5)
+    assert counts.min() > 30 and sps.chisquare(counts).pvalue > 0.001  # not always index 0
+    decided = [cand(0, (0.5, 0.0, 0.02), approach=0.9), cand(1, (0.5, 0.01, 0.02))]
+    assert METHODS[name](decided, context()).tied == 1 and METHODS[name](decided, context()).index == 1
+    # Methods draw independently of each other: two rules facing one tie need not agree.
+    other = [METHODS["afford_L2_feasibility_product"](cands, context(seed=s)).index for s in range(50)]
+    assert other != [p.index for p in picks[:50]]
+    # Stability's ties (same distance bin, same antipodal quality) are drawn too.
+    ring = [cand(i, (0.5 + 0.032 * np.cos(a), 0.032 * np.sin(a), 0.02))
+            for i, a in enumerate(np.linspace(0, 3, 4))]
+    st = [METHODS["stability"](ring, context(seed=s)) for s in range(100)]
+    assert {p.tied for p in st} == {4} and len({p.index for p in st}) == 4
+
+
+def test_planned_methods_choose_among_planned_candidates_only() -> None:
+    """The fair view: a baseline given L4's knowledge of which grasps can be planned. Without a
+    plan mask the @planned methods refuse rather than guess."""
+    near, far = cand(0, (0.5, 0.0, 0.02)), cand(1, (0.6, 0.0, 0.02))
+    ctx = context(planned=frozenset({1}))
+    assert METHODS["stability"]([near, far], ctx).index == 0
+    assert METHODS["stability@planned"]([near, far], ctx).index == 1
+    assert METHODS["random@planned"]([near, far], ctx).index == 1
+    assert METHODS["stability@planned"]([near, far], context(planned=frozenset())).index is None
+    with pytest.raises(ValueError, match="plan mask"):
+        METHODS["stability@planned"]([near, far], context())
 
 
 # -------------------------------------------------------------------------------- statistics

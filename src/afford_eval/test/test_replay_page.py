@@ -144,6 +144,24 @@ def test_gate_switch_changes_the_selection_under_weighted_sum(tmp_path: Path) ->
 
 
 @needs_chromium
+def test_a_tie_the_run_drew_from_agrees_and_a_pick_outside_it_does_not(tmp_path: Path) -> None:
+    """The run's methods draw among tied candidates (seeded); the page, which ranks like the
+    engine (lowest index first), accepts any tied candidate as the run's pick and says it was a
+    tie, and still flags a pick the rule would never make."""
+    record = gate_record()
+    same = {"reach": 1.0, "approach": 1.0, "clearance": 1.0, "function": 1.0, "task": 1.0, "plan": 1.0}
+    for c in record["candidates"][1:]:
+        c["terms"] = dict(same)
+    record["methods"] = {"afford_L1_feasibility_product": 2}
+    page, _ = _page(tmp_path, record)
+    dom = _dom(page, "gate=feasibility&comb=product&level=L1")
+    assert 'id="agree" data-state="agrees"' in dom and "a tie of 2, the run drew #2" in dom
+    record["methods"] = {"afford_L1_feasibility_product": 0}  # out of reach: not in the tie
+    page, _ = _page(tmp_path, record)
+    assert 'id="agree" data-state="disagrees"' in _dom(page, "gate=feasibility&comb=product&level=L1")
+
+
+@needs_chromium
 def test_every_rule_matches_the_engine(tmp_path: Path) -> None:
     """All 16 factorial cells computed by the page's JavaScript equal
     `afford_planner.selection.select` on the same terms (including an abstention)."""
