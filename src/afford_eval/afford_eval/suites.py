@@ -12,7 +12,7 @@ from afford_perception.parser import parse
 from afford_sim.tasks import TASKS, find_task, get_task
 
 SUITES: dict[str, tuple[str, ...]] = {
-    "pick_and_place": ("place-banana-plate-v1", "place-cube-bowl-v1"),
+    "pick_and_place": ("place-banana-plate-v1", "place-cube-bowl-v2"),
     "hang": ("hang-mug-v1",),
     "pour": ("pour-paper-cup-v1", "pour-kettle-v1"),
     "tool_by_handle": ("pick-scoop-v1", "pick-hammer-v1", "pick-pan-v1"),

@@ -47,13 +47,13 @@ def _b(seed_id: str, tier: Tier, skill_type: str, task_id: str | None = None) ->
 
 BENCHMARK: tuple[BenchmarkTask, ...] = (
     # Easy: generic-grasp tasks (10).
-    _b("pick_banana_place_bowl", "easy", "pick_place", "place-banana-bowl-v1"),
+    _b("pick_banana_place_bowl", "easy", "pick_place", "place-banana-bowl-v2"),
     _b("pick_bottle_place_table", "easy", "pick_place", "place-bottle-table-v1"),
     _b("pick_bowl_place_plate", "easy", "pick_place", "place-bowl-plate-v1"),
-    _b("pick_carrot_place_bowl", "easy", "pick_place", "place-carrot-bowl-v1"),
+    _b("pick_carrot_place_bowl", "easy", "pick_place", "place-carrot-bowl-v2"),
     _b("pick_carrot_place_plate", "easy", "pick_place", "place-carrot-plate-v1"),
     _b("pick_chocolatebox_place_sugarbox", "easy", "pick_place", "place-chocolate-box-sugar-box-v1"),
-    _b("pick_cube_place_cup", "easy", "pick_place", "place-cube-mug-v1"),
+    _b("pick_cube_place_cup", "easy", "pick_place", "place-cube-mug-v2"),
     _b("pick_leek_place_cuttingboard", "easy", "pick_place", "place-leek-cutting-board-v1"),
     _b("pick_pen_place_doraemoncup", "easy", "pick_place"),
     _b("pick_soupcan_place_table", "easy", "pick_place", "place-soup-can-table-v1"),

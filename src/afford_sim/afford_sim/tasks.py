@@ -288,6 +288,18 @@ class PickTask(Task):
         )
 
 
+def _contains(receiver: str) -> bool:
+    dest = category(receiver)
+    return any("contain" in dest.affordances.get(p, ()) and "support" not in dest.affordances.get(p, ())
+               for p in dest.parts)
+
+
+def _place_id(target: str, dest: str) -> str:
+    # Version 2 for receivers that contain: "in" became a check of its own (the object below the
+    # rim) and the scenes were redrawn to fit, so v1 results are not comparable.
+    return f"place-{_slug(target)}-{_slug(dest)}-v{2 if _contains(dest) else 1}"
+
+
 class PlaceTask(Task):
     """Pick an object and place it on or in a receiver.
 
@@ -318,9 +330,7 @@ class PlaceTask(Task):
     @classmethod
     def contains(cls) -> bool:
         """Whether the receiver holds things inside it (a part affords contain, not support)."""
-        dest = category(cls.destination or "")
-        return any("contain" in dest.affordances.get(p, ()) and "support" not in dest.affordances.get(p, ())
-                   for p in dest.parts)
+        return _contains(cls.destination or "")
 
     def scene(self, seed: int) -> SceneSpec:
         dest = self.destination_name
@@ -716,8 +726,8 @@ for _t in ("banana", "cube", "box", "bottle", "paper_cup", "mug"):
         if _d == _t:
             continue
         _p = _ON[_d]
-        _add(PlaceTask, f"place-{_slug(_t)}-{_d}-v1", target=_t, destination=_d,
-             tier="easy" if _t in _GENERIC else "medium", robots=_robots(f"place-{_slug(_t)}-{_d}-v1"),
+        _add(PlaceTask, _place_id(_t, _d), target=_t, destination=_d,
+             tier="easy" if _t in _GENERIC else "medium", robots=_robots(_place_id(_t, _d)),
              shapes=_FIT.get((_t, _d)),
              instructions=(f"put the {_say(_t)} {_p} the {_d}", f"place the {_say(_t)} {_p} the {_d}",
                            f"move the {_say(_t)} {_ONTO[_p]} the {_d}"))
@@ -739,7 +749,7 @@ _add(OpenDrawerTask, "open-drawer-v1", target="cabinet", tier="medium",
 for _t, _d, _p in (("bowl", "plate", "on"), ("carrot", "bowl", "in"), ("carrot", "plate", "on"),
                    ("chocolate_box", "sugar_box", "on"), ("leek", "cutting_board", "on"),
                    ("cube", "mug", "in")):
-    _add(PlaceTask, f"place-{_slug(_t)}-{_slug(_d)}-v1", target=_t, destination=_d, tier="easy",
+    _add(PlaceTask, _place_id(_t, _d), target=_t, destination=_d, tier="easy",
          shapes=_FIT.get((_t, _d)),
          instructions=(f"put the {_say(_t)} {_p} the {_say(_d)}", f"place the {_say(_t)} {_p} the {_say(_d)}",
                        f"move the {_say(_t)} {_ONTO[_p]} the {_say(_d)}"))

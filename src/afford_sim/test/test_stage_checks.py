@@ -215,7 +215,7 @@ def test_place_in_a_container_fails_across_the_rim_and_passes_inside() -> None:
     """A block too big for the mug's mouth, set on it, rests on the rim: touching the mug, not
     the table, centre over its footprint, yet not in it. The task's own block, dropped over the
     mouth, falls in and is placed."""
-    task = get_task("place-cube-mug-v1")
+    task = get_task("place-cube-mug-v2")
     spec = task.scene(SEED)
     big = dataclasses.replace(spec.objects[0], params=(("size", 0.065),))
     world = BatchWorld(sample_scene(dataclasses.replace(spec, objects=(big, *spec.objects[1:])), SEED))
@@ -229,7 +229,7 @@ def test_place_in_a_container_fails_across_the_rim_and_passes_inside() -> None:
         assert not result.ok and "below the rim" in result.detail, result.detail
     finally:
         world.close()
-    with _scene("place-cube-mug-v1") as (task, world):
+    with _scene("place-cube-mug-v2") as (task, world):
         centre, top = _mouth(world, "mug")
         _put_centre_at(world, "cube", [*centre, top + 0.03])
         world.advance(1.5)
@@ -245,13 +245,13 @@ def test_containing_receivers_draw_objects_that_fit_their_mouth() -> None:
     tasks = [get_task(t) for t in TASKS.names()]
     contain = [t for t in tasks if isinstance(t, PlaceTask) and t.contains()]
     ids = {t.task_id for t in contain}
-    assert {"place-cube-mug-v1", "place-banana-bowl-v1", "place-carrot-bowl-v1"} <= ids
+    assert {"place-cube-mug-v2", "place-banana-bowl-v2", "place-carrot-bowl-v2"} <= ids
     for task in contain:
         for seed in range(5):
             obj, dest = task.scene(seed).objects
             diag = float(np.hypot(*_footprint(obj.category, obj.seed, obj.params)))
             assert diag <= MOUTH_SHARE * _opening(dest.category, dest.seed, dest.params), (task.task_id, seed)
-    mug = get_task("place-cube-mug-v1")
+    mug = get_task("place-cube-mug-v2")
     assert "size drawn in [0.026, 0.031]" in mug.randomization()["cube"]["shape"]
     obj = mug.scene(0).objects[0]
     assert 0.026 <= dict(obj.params)["size"] <= 0.031

@@ -153,7 +153,7 @@ class BowlParams(Params):
         mass: Mass (kg).
     """
 
-    # Up to 15 cm by hand: a fruit bowl that a 20 cm banana lies in (place-banana-bowl-v1).
+    # Up to 15 cm by hand: a fruit bowl that a 20 cm banana lies in (place-banana-bowl-v2).
     radius: float = span(0.06, 0.09, limits=(0.05, 0.15))
     height: float = span(0.045, 0.075)
     foot: float = span(0.4, 0.6)

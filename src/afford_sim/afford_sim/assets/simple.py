@@ -57,7 +57,7 @@ class CubeParams(Params):
         mass: Mass (kg).
     """
 
-    # Down to 2.5 cm by hand: a block that drops into a mug (place-cube-mug-v1).
+    # Down to 2.5 cm by hand: a block that drops into a mug (place-cube-mug-v2).
     size: float = span(0.04, 0.06, limits=(0.025, 0.07))
     bevel: float = span(0.0005, 0.005)
     mass: float = span(0.04, 0.2)
