@@ -122,9 +122,10 @@ def page_data(
 
 # The selection rule of afford_planner.selection, line for line: eligibility by r*a*c against
 # the threshold (with the same epsilon), L4 falling back to L3 when no eligible candidate has a
-# plan term, product or weight-normalised sum, ties to the lower index, abstention when no
-# candidate is eligible. The evaluation's methods draw among tied candidates instead (seeded),
-# so the page also lists the tie and accepts any of its members as the run's pick.
+# plan term, product or weight-normalised sum, eligible candidates first, ties to the lower
+# index, abstention when no candidate is eligible. The evaluation's methods draw among tied
+# candidates instead (seeded), so the page also lists the tie, accepts any of its members as
+# the run's pick, and shows the outcome of the one the run drew.
 _SELECT_JS = r"""
 const LEVEL_TERMS = {L1: ["reach", "approach", "clearance"],
   L2: ["reach", "approach", "clearance", "function"],
@@ -148,7 +149,7 @@ function selectRule(cands, rule, weights, threshold) {
     return xs.reduce((a, x, j) => a + ws[j] * x, 0) / wsum;
   });
   const order = cands.map((c, i) => i).sort((i, j) =>
-    (scores[j] - scores[i]) || (cands[i].index - cands[j].index));
+    (eligible[j] - eligible[i]) || (scores[j] - scores[i]) || (cands[i].index - cands[j].index));
   const any = eligible.some(e => e);
   const best = any ? scores[order[0]] : 0;
   const tied = any ? order.filter(i => eligible[i] && Math.abs(scores[i] - best) <= 1e-12) : [];
@@ -216,6 +217,12 @@ function update() {
     out.dataset.index = String(c.index); out.dataset.success = String(c.success);
     out.textContent = `selects candidate #${c.index} (score ${current.scores[current.chosen].toFixed(4)}): ` +
       (c.success ? "SUCCESS" : `FAILURE (${c.failed_stage || "?"}: ${c.detail})`);
+    const drawn = D.candidates.find(x => x.index === rec);
+    if (current.tied.length > 1 && drawn !== undefined && rec !== c.index &&
+        current.tied.some(i => D.candidates[i].index === rec)) {
+      out.textContent += `; tied with ${current.tied.length - 1} more, and the run drew #${rec}: ` +
+        (drawn.success ? "SUCCESS" : `FAILURE (${drawn.failed_stage || "?"}: ${drawn.detail})`);
+    }
   }
   const mine = current.chosen === null ? null : D.candidates[current.chosen].index;
   const agree = $("agree");

@@ -30,6 +30,10 @@ LEVELS = ("L1", "L2", "L3", "L4")
 GATES = ("none", "feasibility")
 COMBINATIONS = ("weighted_sum", "product")
 BASELINES = ("random", "stability", "stability_filter", "part_label_terms")
+_RENAMED = {"oracle": "part_label_terms"}  # names of earlier runs
+#: Fewest clusters a cluster bootstrap is reported with: with one cluster its interval is a
+#: point, with a handful it is the spread of a few means, neither of them an interval.
+MIN_CLUSTERS = 5
 PLANNED = "@planned"  # afford_eval.methods.PLANNED; the report does not import the methods
 VIEWS = ("", PLANNED)
 VIEW_NAMES = {"": "all candidates", PLANNED: "planned candidates only"}
@@ -80,7 +84,8 @@ def factorial_cell(method: str) -> tuple[str, str, str] | None:
 
 
 def _base(method: str) -> str:
-    return method.removesuffix(PLANNED)
+    base = method.removesuffix(PLANNED)
+    return _RENAMED.get(base, base)
 
 
 def _cell_index(methods: Sequence[str], view: str = "") -> dict[tuple[str, str, str], str]:
@@ -158,12 +163,17 @@ def _suite_summary(
     by_sentence = [str(r.get("sentence") or r.get("task_id")) for r in records]
     comparisons: list[dict[str, Any]] = []
 
+    sentences = len(set(by_sentence))
+
     def compare(label: str, a: str, b: str) -> None:
         if a in outcomes and b in outcomes and n:
             mean, lo, hi = paired_difference(outcomes[a], outcomes[b], by_scene, cfg)
-            _, slo, shi = paired_difference(outcomes[a], outcomes[b], by_sentence, cfg)
-            comparisons.append({"label": label, "a": a, "b": b, "diff": mean, "low": lo, "high": hi,
-                                "sentence_low": slo, "sentence_high": shi})
+            row = {"label": label, "a": a, "b": b, "diff": mean, "low": lo, "high": hi,
+                   "sentences": sentences}
+            if sentences >= MIN_CLUSTERS:
+                _, row["sentence_low"], row["sentence_high"] = paired_difference(
+                    outcomes[a], outcomes[b], by_sentence, cfg)
+            comparisons.append(row)
 
     for view in VIEWS:
         cells = _cell_index(methods, view)
@@ -172,13 +182,13 @@ def _suite_summary(
                 on, off = cells.get((level, "feasibility", comb)), cells.get((level, "none", comb))
                 if on and off:
                     compare(f"gate on - off, {level}, {comb}{view}", on, off)
-    # The headline: L4 (whose plan term knows plannability) against baselines given the same
-    # plan mask; then against the baselines over all candidates, as AFFORD-X compares.
-    best = _cell_index(methods).get(("L4", "feasibility", "product"))
-    if best:
-        for view in (PLANNED, ""):
+    # The headline: L4 against baselines given the same plan mask, all over planned candidates;
+    # then over all candidates, as AFFORD-X compares.
+    for view in (PLANNED, ""):
+        best = _cell_index(methods, view).get(("L4", "feasibility", "product"))
+        if best:
             for base in ("stability", "stability_filter", "random"):
-                compare(f"L4 product gated - {base}{view}", best, base + view)
+                compare(f"L4 product gated{view} - {base}{view}", best, base + view)
     disagree, checked = _determinism(records)
     n_cands = [len(r["candidates"]) for r in records]
     any_ok = sum(any(c["outcome"]["success"] for c in r["candidates"]) for r in records)
@@ -265,6 +275,7 @@ def _suite_markdown(name: str, s: Mapping[str, Any], methods: Sequence[str], plo
         out.append(f"Scene {scene} has no candidate set ({why}); every method counts it as a failure.")
     out.append("")
     base = [m for m in BASELINES if m in methods or m + PLANNED in methods]
+    base += [old for old, new in _RENAMED.items() if old in methods and new not in base]
     out += [
         "### Baselines, ceiling and chance",
         "",
@@ -327,17 +338,23 @@ def _suite_markdown(name: str, s: Mapping[str, Any], methods: Sequence[str], plo
             "",
             "Mean difference in success over the same scenes, with paired bootstrap 95% intervals "
             "resampling scenes, and resampling sentences (scenes of one task share its object and "
-            "wording: the wider, honest interval for a claim about tasks); an interval by sentence "
-            "that excludes 0 is marked *.",
+            "wording, so they are not independent evidence about tasks); the interval by sentence "
+            f"is given where there are at least {MIN_CLUSTERS} sentences, and decides the * "
+            "(an interval that excludes 0) where it is given, the interval by scene elsewhere.",
             "",
             "| comparison | difference | 95% interval, by scene | 95% interval, by sentence | |",
             "|---|---|---|---|---|",
         ]
         for c in s["comparisons"]:
-            slo, shi = c.get("sentence_low", c["low"]), c.get("sentence_high", c["high"])
-            sig = "*" if slo > 0 or shi < 0 else ""
+            if "sentence_low" in c:
+                lo, hi = c["sentence_low"], c["sentence_high"]
+                by_sentence = f"[{_signed(lo)}, {_signed(hi)}]"
+            else:
+                lo, hi = c["low"], c["high"]
+                by_sentence = f"n/a ({c.get('sentences', '?')} sentences)"
+            sig = "*" if lo > 0 or hi < 0 else ""
             out.append(f"| {c['label']} | {_signed(c['diff'])} | [{_signed(c['low'])}, {_signed(c['high'])}] "
-                       f"| [{_signed(slo)}, {_signed(shi)}] | {sig} |")
+                       f"| {by_sentence} | {sig} |")
         out.append("")
     d = s["determinism"]
     if d["checked"]:

@@ -8,6 +8,7 @@ skipped, with that reason, where the binary is missing.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -189,6 +190,15 @@ def test_every_rule_matches_the_engine(tmp_path: Path) -> None:
     for lv, g, cb in rules:
         want = engine[f"afford_{lv}_{g}_{cb}"]
         assert cells[f"{lv}_{g}_{cb}"] == ("none" if want is None else str(want)), (lv, g, cb)
+    # Every eligible candidate at 0 under the product (function 0): a gated-out candidate with
+    # a lower index must not win the tie, on the page as in the engine.
+    zero = json.loads(json.dumps(record))
+    for c in zero["candidates"]:
+        c["terms"]["function"] = 0.0
+    page, data = _page(tmp_path, zero)
+    want = replay.selections_for(data, [("L2", "feasibility", "product")])["afford_L2_feasibility_product"]
+    assert want is not None and want != 0  # candidate 0 is out of reach
+    assert _selected(_dom(page, "gate=feasibility&comb=product&level=L2"))[0] == str(want)
     # And an all-infeasible set abstains on the page as in the engine.
     for c in record["candidates"]:
         c["terms"]["reach"] = 0.1

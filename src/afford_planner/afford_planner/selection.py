@@ -204,7 +204,9 @@ def _rank(
         cand.terms["feasibility"] = math.prod(_term(cand, k) for k in FEASIBILITY_TERMS)
         cand.terms["eligible"] = 1.0 if ok else 0.0
         cand.score = _combine([_term(cand, k) for k in names], names, config) if ok else 0.0
-    return sorted(cands, key=lambda c: (-c.score, c.index)), names, notes
+    # Eligible first: an ineligible candidate scores 0, and so can an eligible one (a function
+    # term of 0 under the product); the gate must still win that tie.
+    return sorted(cands, key=lambda c: (c.terms["eligible"] != 1.0, -c.score, c.index)), names, notes
 
 
 def score_candidates(cands: Sequence[GraspCandidate], config: SelectionConfig) -> list[GraspCandidate]:

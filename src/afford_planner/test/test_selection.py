@@ -375,6 +375,17 @@ def test_abstains_when_nothing_passes_the_gate() -> None:
     assert select([], SelectionConfig()).reason == "no candidates to select from"
 
 
+def test_the_gate_wins_a_tie_at_zero() -> None:
+    """An eligible candidate can score 0 (a function term of 0 under the product), as every
+    gated-out one does: the gated-out one must not be chosen for its lower index."""
+    cands = [scored(0, 0.1, 1.0, 1.0), scored(1, 1.0, 1.0, 1.0), scored(2, 1.0, 1.0, 1.0)]
+    for c in cands[1:]:
+        c.terms["function"] = 0.0
+    sel = select(cands, SelectionConfig(level="L2", combination="product"))
+    assert sel.chosen is not None and sel.chosen.index == 1 and sel.eligible == (1, 2)
+    assert sel.ranking[-1] == 0  # ineligible ones last
+
+
 def test_ties_are_broken_by_index() -> None:
     """Two methods that score a tie differently must still pick the same grasp in replays."""
     cands = [scored(3, 1.0, 1.0, 1.0), scored(1, 1.0, 1.0, 1.0), scored(2, 1.0, 1.0, 1.0)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -226,7 +227,11 @@ def test_place_in_a_container_fails_across_the_rim_and_passes_inside() -> None:
         world.advance(1.5)
         result = _check(task, "place", world)
         assert world.in_contact("mug", "cube") and not world.in_contact("table", "cube"), result.detail
-        assert not result.ok and "below the rim" in result.detail, result.detail
+        # Judged by depth alone: over the footprint, on the mug, off the table, yet not in it.
+        assert not result.ok and "centre inside" in result.detail, result.detail
+        found = re.findall(r"([\d.]+) cm below the rim \(in it from ([\d.]+)", result.detail)
+        sunk, need = (float(x) for x in found[0])
+        assert sunk < need, result.detail
     finally:
         world.close()
     with _scene("place-cube-mug-v2") as (task, world):
@@ -251,6 +256,14 @@ def test_containing_receivers_draw_objects_that_fit_their_mouth() -> None:
             obj, dest = task.scene(seed).objects
             diag = float(np.hypot(*_footprint(obj.category, obj.seed, obj.params)))
             assert diag <= MOUTH_SHARE * _opening(dest.category, dest.seed, dest.params), (task.task_id, seed)
+    # The mouth as measured against the generator's own numbers: a mug's inner radius at the
+    # rim is its radius less the wall (the wall a polygon of 20 wedges: cos(pi/20) of it).
+    from afford_sim.assets import make
+
+    for seed in range(3):
+        p = make("mug", seed).params
+        inner = 2 * (p["radius"] - p["wall"])
+        assert inner * np.cos(np.pi / 20) - 1e-3 <= _opening("mug", seed) <= inner + 1e-3, seed
     mug = get_task("place-cube-mug-v2")
     assert "size drawn in [0.026, 0.031]" in mug.randomization()["cube"]["shape"]
     obj = mug.scene(0).objects[0]

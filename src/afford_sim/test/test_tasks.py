@@ -95,3 +95,20 @@ def test_a_check_is_a_python_bool() -> None:
     check = Check(np.float64(3.0) > 2.0, "numpy comparison")
     assert type(check.ok) is bool
     json.dumps({"ok": check.ok})
+
+
+def test_pinned_shapes_name_real_parameters_within_their_generators_limits() -> None:
+    """A task's pinned shape range must name a parameter of the object's generator and lie
+    within the values the generator accepts by hand, or every scene of the task would fail."""
+    from afford_sim.assets.library import GENERATORS
+
+    pinned = {t: get_task(t).shapes for t in TASKS.names() if get_task(t).shapes}
+    assert {"place-cube-mug-v2", "place-banana-bowl-v2", "place-carrot-bowl-v2"} <= set(pinned)
+    for task_id, shapes in pinned.items():
+        task = get_task(task_id)
+        for obj, ranges in shapes.items():
+            limits = GENERATORS[obj].params.limits()
+            for name, (lo, hi) in ranges.items():
+                assert name in limits, (task_id, obj, name)
+                assert limits[name][0] <= lo <= hi <= limits[name][1], (task_id, obj, name)
+        assert any("drawn in" in v["shape"] for v in task.randomization().values()), task_id
