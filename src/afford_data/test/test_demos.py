@@ -29,10 +29,18 @@ def _read(root: Path) -> tuple[object, list[dict[str, object]]]:
     return ds, meta
 
 
-def test_two_episodes_are_written_and_read_back_by_lerobot(tmp_path: Path) -> None:
-    out = tmp_path / "ds"
-    report = generate(DemoConfig(TASK, 2, image_size=SIZE), out)
-    assert (report.episodes, report.failures) == (2, 0) and not (tmp_path / "ds.staging").exists()
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, demos.GenerationReport]:
+    out = tmp_path_factory.mktemp("demos") / "ds"
+    return out, generate(DemoConfig(TASK, 2, image_size=SIZE), out)
+
+
+Dataset = tuple[Path, demos.GenerationReport]
+
+
+def test_two_episodes_are_written_and_read_back_by_lerobot(dataset: Dataset) -> None:
+    out, report = dataset
+    assert (report.episodes, report.failures) == (2, 0) and not out.with_name("ds.staging").exists()
     ds, meta = _read(out)
     assert ds.num_episodes == 2 and ds.fps == 10  # type: ignore[attr-defined]
     assert ds.num_frames == report.frames == sum(m["frames"] for m in meta)  # type: ignore[attr-defined]
@@ -64,6 +72,29 @@ def test_two_episodes_are_written_and_read_back_by_lerobot(tmp_path: Path) -> No
     assert np.abs(wrist - front).mean() > 0.05 and np.ptp(wrist, axis=0).mean() > 0.02
     card = (out / "README.md").read_text()
     assert f"afford generate --task {TASK} --episodes 2" in card and "2 kept" in card
+
+
+def test_lerobot_train_trains_act_on_it(dataset: Dataset, tmp_path: Path) -> None:
+    """LeRobot's own trainer, offline on the CPU, two steps of ACT: it loads our features,
+    normalises them and writes a checkpoint (the flags docs/demonstrations.md gives)."""
+    import re
+    import shutil
+    import subprocess
+    import sys
+
+    out, _ = dataset
+    exe = shutil.which("lerobot-train") or str(Path(sys.executable).with_name("lerobot-train"))
+    proc = subprocess.run(
+        [exe, f"--dataset.repo_id=afford/{TASK}", f"--dataset.root={out}", "--dataset.video_backend=pyav",
+         "--policy.type=act", "--policy.push_to_hub=false", "--policy.pretrained_backbone_weights=null",
+         "--policy.device=cpu", "--steps=2", "--batch_size=2", "--num_workers=0", "--wandb.enable=false",
+         f"--output_dir={tmp_path / 'act'}", "--eval_freq=0", "--save_freq=2", "--log_freq=1"],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    losses = [float(x) for x in re.findall(r"loss:([0-9.]+)", proc.stdout + proc.stderr)]
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    assert (tmp_path / "act" / "checkpoints" / "last" / "pretrained_model" / "model.safetensors").is_file()
 
 
 def test_a_killed_run_resumes_and_failures_are_counted_not_kept(
