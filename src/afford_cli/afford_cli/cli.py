@@ -161,7 +161,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    report = generate(config, args.out, progress=None if args.quiet else say, repo_id=args.repo_id)
+    report = generate(config, args.out, progress=None if args.quiet else say, repo_id=args.repo_id,
+                      jobs=args.jobs)
     print(f"{report.out}: {report.episodes} episodes, {report.frames} frames; {report.failures} failed "
           f"attempts not kept {report.failure_stages or ''}; {report.kept_from_before} attempts kept "
           f"from before; {report.wall_s:.0f} s")
@@ -571,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--grounding", default="oracle", help="grounding of the scripted pipeline")
     gen.add_argument("--images", action="store_true", help="store PNG frames instead of h264 video")
     gen.add_argument("--repo-id", default=None, help="the dataset's repo id (default afford/<task>)")
+    gen.add_argument("--jobs", type=int, default=1, help="attempts in parallel processes (default 1)")
     gen.add_argument("--quiet", action="store_true", help="no line per episode")
     gen.set_defaults(func=_cmd_generate)
 

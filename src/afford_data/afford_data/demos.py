@@ -37,6 +37,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from afford_core.parallel import run_jobs
 from afford_pipeline.execution import WorldExecutor
 
 FRONT, WRIST = "front", "wrist"
@@ -275,9 +276,20 @@ class GenerationReport:
     wall_s: float = 0.0
 
 
+Attempt = tuple[dict[str, Any], dict[str, np.ndarray] | None]
+"""One attempt's metadata and its frames (None when it did not succeed)."""
+
+
+def _attempt(job: tuple[DemoConfig, int]) -> Attempt:
+    # The module's record_episode, looked up at call time (a test may replace it in-process).
+    return record_episode(*job)
+
+
 def generate(config: DemoConfig, out: Path | str, *, progress: Callable[[str], None] | None = None,
-             repo_id: str | None = None) -> GenerationReport:
-    """Record ``config.episodes`` successful episodes into a LeRobot dataset at ``out``.
+             repo_id: str | None = None, jobs: int = 1) -> GenerationReport:
+    """Record ``config.episodes`` successful episodes into a LeRobot dataset at ``out``,
+    ``jobs`` attempts at a time in spawned processes. Attempts are taken in seed order and the
+    first ``episodes`` successful seeds are kept, so the dataset does not depend on ``jobs``.
 
     Raises:
         FileExistsError: ``out`` exists (a dataset is never overwritten).
@@ -303,18 +315,20 @@ def generate(config: DemoConfig, out: Path | str, *, progress: Callable[[str], N
     done = _staged(staging)
     report = GenerationReport(out=out, kept_from_before=len(done))
     say = progress or (lambda _line: None)
-    for k in range(config.attempts):
-        ok = sum(1 for m in done.values() if m.get("success"))
-        if ok >= config.episodes:
-            break
-        seed = config.first_seed + k
-        if seed in done:
-            continue
-        meta, arrays = record_episode(config, seed)
+
+    def successes() -> int:
+        return sum(1 for m in done.values() if m.get("success"))
+
+    def store(job: tuple[DemoConfig, int], result: Attempt) -> None:
+        meta, arrays = result
         _stage(staging, meta, arrays)
-        done[seed] = meta
-        say(f"[{ok + (arrays is not None)}/{config.episodes}] seed {seed}: "
+        done[job[1]] = meta
+        say(f"[{successes()}/{config.episodes}] seed {job[1]}: "
             + ("kept" if arrays is not None else f"failed ({_failure(meta)})"))
+
+    seeds = (config.first_seed + k for k in range(config.attempts))
+    todo = ((config, s) for s in seeds if s not in done)
+    run_jobs(_attempt, todo, jobs, store, more=lambda in_flight: successes() + in_flight < config.episodes)
     kept = sorted(s for s, m in done.items() if m.get("success"))[: config.episodes]
     report.attempts = len(done)
     report.failures = sum(1 for m in done.values() if not m.get("success"))
