@@ -150,6 +150,25 @@ def _cmd_table1(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from afford_data.demos import DemoConfig, generate
+
+    config = DemoConfig(task_id=args.task, episodes=args.episodes, robot=args.robot,
+                        first_seed=args.first_seed, max_attempts=args.max_attempts, fps=args.fps,
+                        image_size=tuple(args.image_size), grounding=args.grounding,
+                        use_videos=not args.images)
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    report = generate(config, args.out, progress=None if args.quiet else say, repo_id=args.repo_id,
+                      jobs=args.jobs)
+    print(f"{report.out}: {report.episodes} episodes, {report.frames} frames; {report.failures} failed "
+          f"attempts not kept {report.failure_stages or ''}; {report.kept_from_before} attempts kept "
+          f"from before; {report.wall_s:.0f} s")
+    return 0
+
+
 def _cmd_robots(args: argparse.Namespace) -> int:
     from afford_core.robots import DEFAULT_ROBOT, ROBOTS
     from afford_sim.tasks import task_ids
@@ -539,6 +558,24 @@ def build_parser() -> argparse.ArgumentParser:
     t1.add_argument("--quiet", action="store_true", help="no line per rollout")
     t1.set_defaults(func=_cmd_table1)
 
+    gen = sub.add_parser("generate", help="record the scripted pipeline's successful rollouts of a task as a "
+                         "LeRobot dataset (docs/demonstrations.md)")
+    gen.add_argument("--task", required=True, help="task id, see `afford tasks`")
+    gen.add_argument("--episodes", type=int, required=True, help="successful episodes to keep")
+    gen.add_argument("--out", required=True, help="dataset directory (must not exist; a killed run resumes "
+                     "from OUT.staging)")
+    gen.add_argument("--robot", default="fr3")
+    gen.add_argument("--first-seed", type=int, default=0)
+    gen.add_argument("--max-attempts", type=int, default=None, help="default: 3 per episode")
+    gen.add_argument("--fps", type=int, default=10)
+    gen.add_argument("--image-size", type=int, nargs=2, default=[128, 128], metavar=("W", "H"))
+    gen.add_argument("--grounding", default="oracle", help="grounding of the scripted pipeline")
+    gen.add_argument("--images", action="store_true", help="store PNG frames instead of h264 video")
+    gen.add_argument("--repo-id", default=None, help="the dataset's repo id (default afford/<task>)")
+    gen.add_argument("--jobs", type=int, default=1, help="attempts in parallel processes (default 1)")
+    gen.add_argument("--quiet", action="store_true", help="no line per episode")
+    gen.set_defaults(func=_cmd_generate)
+
     robots = sub.add_parser("robots", help="list the registered robots (arms and grippers)")
     robots.add_argument("--json", action="store_true")
     robots.set_defaults(func=_cmd_robots)
@@ -579,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `afford tasks | head`: the reader has gone, nothing left to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (ValueError, KeyError, RuntimeError, FileNotFoundError) as err:
+    except (ValueError, KeyError, RuntimeError, FileNotFoundError, FileExistsError) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
         print(f"afford: error: {msg}", file=sys.stderr)
         return 2

@@ -25,11 +25,10 @@ and a different config is refused rather than mixing two experiments in one dire
 
 from __future__ import annotations
 
-import concurrent.futures as futures
+import functools
 import hashlib
 import importlib.metadata
 import json
-import multiprocessing
 import os
 import platform
 import stat
@@ -40,6 +39,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from afford_core.parallel import run_jobs
 
 CONFIG = "config.json"
 PROVENANCE = "provenance.json"
@@ -412,31 +413,23 @@ def execute(
         write_json(scene_path(run_dir, suite, k), record)
 
     bar = _progress(len(config.suites) * config.scenes, skipped, progress)
+
+    def stored(job: tuple[str, int], record: dict[str, Any]) -> None:
+        store(*job, record)
+        bar.set_postfix_str(f"{job[0]}/{job[1]:03d}")
+        bar.update()
+
     try:
-        if jobs == 1 or len(todo) <= 1:
-            for suite, k in todo:
-                bar.set_postfix_str(f"{suite}/{k:03d}")
-                store(suite, k, scene_fn(suite, k))
-                bar.update()
-        else:
-            # spawn, not fork: the simulator and torch hold threads and GL contexts.
-            ctx = multiprocessing.get_context("spawn")
-            pool = futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx)
-            try:
-                pending = {pool.submit(scene_fn, s, k): (s, k) for s, k in todo}
-                for fut in futures.as_completed(pending):
-                    suite, k = pending[fut]
-                    store(suite, k, fut.result())
-                    bar.update()
-            except BaseException:
-                # Ctrl-C or a failed scene: stop now; what is stored is complete and resumable.
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-            pool.shutdown()
+        # Ctrl-C or a failed scene stops the run; what is stored is complete and resumable.
+        run_jobs(functools.partial(_call, scene_fn), todo, 1 if len(todo) <= 1 else jobs, stored)
     finally:
         bar.close()
     finish(run_dir)
     return RunSummary(run_dir, len(todo), skipped, tuple(redone), time.perf_counter() - t0)
+
+
+def _call(scene_fn: SceneFn, job: tuple[str, int]) -> dict[str, Any]:
+    return scene_fn(*job)
 
 
 def finish(run_dir: Path | str) -> dict[str, Any]:

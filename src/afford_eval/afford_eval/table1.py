@@ -23,9 +23,7 @@ the same directory is refused. Rollouts are independent, so they run on the loca
 
 from __future__ import annotations
 
-import concurrent.futures as futures
 import json
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from afford_core.parallel import run_jobs
 from afford_eval.runs import provenance, write_atomic, write_json
 from afford_eval.stats import wilson
 
@@ -160,20 +159,7 @@ def _record_session(run_dir: Path, command: str) -> None:
 
 
 def _run_local(todo: Sequence[Job], jobs: int, store: Callable[[Job, dict[str, Any]], None]) -> None:
-    if jobs == 1:
-        for job in todo:
-            store(job, rollout(job))
-        return
-    # spawn, not fork: the simulator and torch hold threads and GL contexts.
-    pool = futures.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
-    try:
-        pending = {pool.submit(rollout, job): job for job in todo}
-        for fut in futures.as_completed(pending):
-            store(pending[fut], fut.result())
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
+    run_jobs(rollout, todo, jobs, store)
 
 
 def _run_ray(todo: Sequence[Job], jobs: int, address: str | None,

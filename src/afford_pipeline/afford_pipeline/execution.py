@@ -23,7 +23,7 @@ class WorldExecutor:
         self.frames = frames
         self.period = 1.0 / fps
         self.camera = camera
-        self._next_frame = 0.0
+        self._next_frame: float = 0.0
 
     def frame(self) -> None:
         """Record a frame if one is due."""

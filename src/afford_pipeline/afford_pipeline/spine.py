@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -26,6 +26,9 @@ from afford_planner.terms import TermsConfig
 
 if TYPE_CHECKING:
     from afford_pipeline.episode import Choice, Episode
+    from afford_pipeline.execution import WorldExecutor
+    from afford_sim.scene import CameraSpec
+    from afford_sim.world import BatchWorld
 
 Progress = Callable[[str], None] | None
 Chooser = Callable[["Episode", "SpineConfig"], "Choice"]
@@ -203,6 +206,8 @@ def run_task(
     progress: Progress = None,
     sentence: str | None = None,
     chooser: Chooser | None = None,
+    cameras: Sequence[CameraSpec] = (),
+    executor: Callable[[BatchWorld], WorldExecutor] | None = None,
 ) -> SpineResult:
     """Run task ``task_id`` end to end in a freshly sampled scene; see the module docstring.
 
@@ -215,6 +220,10 @@ def run_task(
         chooser: How the grasp is chosen (:data:`Chooser`); default the spine's own.
             Everything else (perception, grounding for the later stages, the skill, the
             checks) is the same whichever chooser runs, so sources compare on the grasp alone.
+        cameras: Cameras added to the task's scene (a wrist camera for recording); the
+            pipeline perceives with the task's own.
+        executor: Makes the executor the skill runs through (a recorder of demonstrations);
+            default the batch world's, filming the ``video`` camera when ``video_path`` is set.
 
     Raises:
         KeyError: an unknown task id.
@@ -258,6 +267,8 @@ def run_task(
 
     with timer("scene"):  # the simulator's set-up; a real robot has its world already
         spec = dataclasses.replace(task.scene(cfg.seed), robot=cfg.robot, robot_q=())
+        if cameras:
+            spec = dataclasses.replace(spec, cameras=(*spec.cameras, *cameras))
         placed = sample_scene(spec, seed=cfg.seed)
         world = BatchWorld(placed)
     result.randomization = task.drawn(placed)
@@ -315,12 +326,13 @@ def run_task(
 
         # Execute the skill stage by stage; check each stage against the simulator's truth.
         frames: list[np.ndarray] | None = [] if cfg.video_path else None
-        executor = WorldExecutor(world, frames, cfg.video_fps, camera="video")
-        stages = ep.stages(grasp, executor)
+        runner = (WorldExecutor(world, frames, cfg.video_fps, camera="video") if executor is None
+                  else executor(world))
+        stages = ep.stages(grasp, runner)
         task.begin(world)
         sim_t0 = world.time
         with timer("execute"):
-            executor.frame()
+            runner.frame()
             for report in stage_iter(stages):
                 if not report.executed:
                     result.stages[report.name] = False

@@ -201,10 +201,17 @@ def add_object(spec: mujoco.MjSpec, obj: PlacedObject, config: ModelConfig) -> N
         )
 
 
-def add_camera(spec: mujoco.MjSpec, cam: CameraSpec) -> None:
+def add_camera(spec: mujoco.MjSpec, cam: CameraSpec, robot: RobotDescription | None = None) -> None:
     world_T_cv = cam.extrinsics()
+    parent = spec.worldbody
+    if cam.mount == "tcp":
+        # A wrist camera: its pose is given in the TCP frame; the TCP hangs from the hand body.
+        if robot is None:
+            raise ValueError(f"camera {cam.name} is mounted on the hand; the robot is needed to place it")
+        parent = spec.body(robot.sim.hand_body)
+        world_T_cv = robot.sim.tcp_matrix @ world_T_cv
     rot = world_T_cv[:3, :3] @ MJ_T_CV
-    c = spec.worldbody.add_camera(name=cam.name, pos=world_T_cv[:3, 3], quat=_quat(rot))
+    c = parent.add_camera(name=cam.name, pos=world_T_cv[:3, 3], quat=_quat(rot))
     if cam.K is None:
         c.fovy = cam.fovy
         return
@@ -259,7 +266,7 @@ def compile_scene(placed: PlacedScene, config: ModelConfig | None = None) -> muj
     for obj in placed.objects:
         add_object(spec, obj, config)
     for cam in cams:
-        add_camera(spec, cam)
+        add_camera(spec, cam, robot)
     _add_initial_keyframe(spec, placed, robot)
     return spec
 

@@ -238,7 +238,9 @@ class CameraSpec:
         up: (3,) world direction that appears upwards in the image.
         K: Optional 3x3 intrinsics (OpenCV: pixel centres at integer coordinates).
         world_T_camera: Optional 4x4 pose of the OpenCV camera frame (x right, y down,
-            z forward) in world.
+            z forward) in world (in the TCP frame for a camera on the hand).
+        mount: ``"world"`` for a fixed camera; ``"tcp"`` for one carried by the hand (a wrist
+            camera), whose pose fields are then in the robot's TCP frame.
     """
 
     name: str = "front"
@@ -250,10 +252,13 @@ class CameraSpec:
     up: tuple[float, float, float] = (0.0, 0.0, 1.0)
     K: np.ndarray | None = None
     world_T_camera: np.ndarray | None = None
+    mount: str = "world"
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name:
             raise ValueError(f"camera name {self.name!r} must be non-empty without '/'")
+        if self.mount not in ("world", "tcp"):
+            raise ValueError(f"camera {self.name}: mount must be 'world' or 'tcp', got {self.mount!r}")
         if self.width < 8 or self.height < 8:
             raise ValueError(f"camera {self.name}: image {self.width}x{self.height} is too small")
         if not 1.0 <= self.fovy <= 170.0:
