@@ -61,6 +61,8 @@ TRACKED_PACKAGES = (
     "open3d",
     "matplotlib",
 )
+# A package whose distribution has another name than the module (the CPU wheel of open3d).
+_DISTRIBUTIONS = {"open3d": ("open3d", "open3d-cpu")}
 RECORD_KEYS = ("suite", "scene", "seed", "candidate_set_hash", "candidates", "methods")
 
 SceneFn = Callable[[str, int], dict[str, Any]]
@@ -213,10 +215,13 @@ def provenance(command: str) -> dict[str, Any]:
     status = _git("status", "--porcelain", "--untracked-files=no", cwd=here)
     versions: dict[str, str | None] = {}
     for name in TRACKED_PACKAGES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
+        versions[name] = None
+        for dist in _DISTRIBUTIONS.get(name, (name,)):
+            try:
+                versions[name] = importlib.metadata.version(dist)
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
     return {
         "command": command,
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
