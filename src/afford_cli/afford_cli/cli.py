@@ -162,7 +162,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         print(line, flush=True)
 
     report = generate(config, args.out, progress=None if args.quiet else say, repo_id=args.repo_id,
-                      jobs=args.jobs)
+                      jobs=args.jobs, executor=args.executor, ray_address=args.ray_address)
     print(f"{report.out}: {report.episodes} episodes, {report.frames} frames; {report.failures} failed "
           f"attempts not kept {report.failure_stages or ''}; {report.kept_from_before} attempts kept "
           f"from before; {report.wall_s:.0f} s")
@@ -572,7 +572,10 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--grounding", default="oracle", help="grounding of the scripted pipeline")
     gen.add_argument("--images", action="store_true", help="store PNG frames instead of h264 video")
     gen.add_argument("--repo-id", default=None, help="the dataset's repo id (default afford/<task>)")
-    gen.add_argument("--jobs", type=int, default=1, help="attempts in parallel processes (default 1)")
+    gen.add_argument("--jobs", type=int, default=1, help="attempts in parallel (default 1)")
+    gen.add_argument("--executor", choices=["local", "ray"], default="local",
+                     help="local processes, or Ray (a local instance of --jobs CPUs, or --ray-address)")
+    gen.add_argument("--ray-address", default=None, help="a running Ray cluster, e.g. ray://head:10001")
     gen.add_argument("--quiet", action="store_true", help="no line per episode")
     gen.set_defaults(func=_cmd_generate)
 

@@ -4,6 +4,8 @@ and a failure stops the rest."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from afford_core.parallel import run_jobs
@@ -45,3 +47,21 @@ def test_a_failing_job_stops_the_run_with_its_error(workers: int) -> None:
         run_jobs(square, [1, -1, 2, 3, 4, 5], workers, lambda j, r: None)
     with pytest.raises(ValueError, match="workers"):
         run_jobs(square, [1], 0, lambda j, r: None)
+
+
+def test_ray_runs_the_same_jobs_and_stops_when_enough() -> None:
+    """A real local Ray instance of 2 CPUs: the same results as processes, and no job taken
+    once enough results are stored or in flight."""
+    pytest.importorskip("ray")
+    from afford_core.parallel import run_jobs_ray
+
+    stored: dict[int, str] = {}
+
+    def more(in_flight: int) -> bool:
+        return len(stored) + in_flight < 4
+
+    # A Python function Ray's workers can import (this test module is not on their path).
+    run_jobs_ray(json.dumps, iter(range(100)), 2, stored.__setitem__, more, cpus=2)
+    assert len(stored) == 4 and all(v == str(k) for k, v in stored.items()) and max(stored) <= 5
+    with pytest.raises(ValueError, match="in_flight"):
+        run_jobs_ray(json.dumps, [1], 0, lambda j, r: None)

@@ -37,7 +37,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from afford_core.parallel import run_jobs
+from afford_core.parallel import run_jobs, run_jobs_ray
 from afford_pipeline.execution import WorldExecutor
 
 FRONT, WRIST = "front", "wrist"
@@ -286,10 +286,14 @@ def _attempt(job: tuple[DemoConfig, int]) -> Attempt:
 
 
 def generate(config: DemoConfig, out: Path | str, *, progress: Callable[[str], None] | None = None,
-             repo_id: str | None = None, jobs: int = 1) -> GenerationReport:
+             repo_id: str | None = None, jobs: int = 1, executor: str = "local",
+             ray_address: str | None = None) -> GenerationReport:
     """Record ``config.episodes`` successful episodes into a LeRobot dataset at ``out``,
-    ``jobs`` attempts at a time in spawned processes. Attempts are taken in seed order and the
-    first ``episodes`` successful seeds are kept, so the dataset does not depend on ``jobs``.
+    ``jobs`` attempts at a time: in spawned processes (``executor="local"``) or as Ray tasks
+    (``"ray"``: a local instance of ``jobs`` CPUs, or the cluster at ``ray_address``, whose
+    nodes write to ``out``'s staging directory through this process). Attempts are taken in seed
+    order and the first ``episodes`` successful seeds are kept, so the dataset depends neither on
+    ``jobs`` nor on the executor.
 
     Raises:
         FileExistsError: ``out`` exists (a dataset is never overwritten).
@@ -297,6 +301,10 @@ def generate(config: DemoConfig, out: Path | str, *, progress: Callable[[str], N
             stay; the message says how to continue).
     """
     t0 = time.perf_counter()
+    if executor not in ("local", "ray"):
+        raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
+    if jobs < 1:
+        raise ValueError(f"jobs must be >= 1, got {jobs}")
     out = Path(out)
     if out.exists():
         raise FileExistsError(f"{out} exists; a dataset is never overwritten: choose another --out")
@@ -328,7 +336,13 @@ def generate(config: DemoConfig, out: Path | str, *, progress: Callable[[str], N
 
     seeds = (config.first_seed + k for k in range(config.attempts))
     todo = ((config, s) for s in seeds if s not in done)
-    run_jobs(_attempt, todo, jobs, store, more=lambda in_flight: successes() + in_flight < config.episodes)
+    def more(in_flight: int) -> bool:
+        return successes() + in_flight < config.episodes
+
+    if executor == "ray":
+        run_jobs_ray(_attempt, todo, jobs, store, more, cpus=jobs, address=ray_address)
+    else:
+        run_jobs(_attempt, todo, jobs, store, more)
     kept = sorted(s for s, m in done.items() if m.get("success"))[: config.episodes]
     report.attempts = len(done)
     report.failures = sum(1 for m in done.values() if not m.get("success"))

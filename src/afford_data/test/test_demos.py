@@ -97,16 +97,18 @@ def test_lerobot_train_trains_act_on_it(dataset: Dataset, tmp_path: Path) -> Non
     assert (tmp_path / "act" / "checkpoints" / "last" / "pretrained_model" / "model.safetensors").is_file()
 
 
-def test_two_processes_make_the_same_episodes(dataset: Dataset, tmp_path: Path) -> None:
+def test_two_processes_or_ray_make_the_same_episodes(dataset: Dataset, tmp_path: Path) -> None:
     """Attempts run side by side are taken in seed order and the first successes kept: the
-    dataset does not depend on how many processes made it (the simulation is deterministic)."""
+    dataset does not depend on how many processes made it, nor on whether Ray ran them (the
+    simulation is deterministic)."""
     out, _ = dataset
-    twin = tmp_path / "ds"
-    generate(DemoConfig(TASK, 2, image_size=SIZE), twin, jobs=2)
     _, one = _read(out)
-    _, two = _read(twin)
-    assert [(m["seed"], m["frames"], m["instruction"]) for m in one] == \
-        [(m["seed"], m["frames"], m["instruction"]) for m in two]
+    for executor in ("local", "ray"):  # Ray: a real local instance of 2 CPUs
+        twin = tmp_path / executor
+        generate(DemoConfig(TASK, 2, image_size=SIZE), twin, jobs=2, executor=executor)
+        _, two = _read(twin)
+        assert [(m["seed"], m["frames"], m["instruction"]) for m in one] == \
+            [(m["seed"], m["frames"], m["instruction"]) for m in two], executor
 
 
 def test_a_killed_run_resumes_and_failures_are_counted_not_kept(

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from afford_core.parallel import run_jobs
+from afford_core.parallel import run_jobs, run_jobs_ray
 from afford_eval.runs import provenance, write_atomic, write_json
 from afford_eval.stats import wilson
 
@@ -164,26 +164,8 @@ def _run_local(todo: Sequence[Job], jobs: int, store: Callable[[Job, dict[str, A
 
 def _run_ray(todo: Sequence[Job], jobs: int, address: str | None,
              store: Callable[[Job, dict[str, Any]], None]) -> None:
-    try:
-        import ray
-    except ImportError as err:
-        raise RuntimeError("--executor ray needs the ray package (pip install 'ray==2.60.0')") from err
-    started = not ray.is_initialized()
-    if started:
-        # A cluster's address, or a local instance of `jobs` CPUs; workers inherit this
-        # environment (the same venv on every node is the user's to provide).
-        ray.init(address=address, num_cpus=None if address else jobs, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
-    try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(rollout)
-        pending = {remote.remote(job): job for job in todo}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                store(pending.pop(ref), ray.get(ref))
-    finally:
-        if started:
-            ray.shutdown()
+    # Everything submitted at once: a cluster runs as many rollouts as it has CPUs for.
+    run_jobs_ray(rollout, todo, max(1, len(todo)), store, cpus=jobs, address=address)
 
 
 @dataclass
