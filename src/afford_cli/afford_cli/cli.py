@@ -377,11 +377,11 @@ def _eval_run(args: argparse.Namespace) -> int:
     from afford_eval.counterfactual import EvalConfig, evaluate_scene
     from afford_eval.methods import all_method_names
     from afford_eval.report import build_report
-    from afford_eval.suites import SUITES
+    from afford_eval.suites import STANDARD_SUITES, SUITES
     from afford_planner.selection import RANK_TERMS
     from afford_planner.terms import TermsConfig
 
-    suites = list(SUITES) if "all" in args.suite else list(dict.fromkeys(args.suite))
+    suites = list(STANDARD_SUITES) if "all" in args.suite else list(dict.fromkeys(args.suite))
     unknown = [s for s in suites if s not in SUITES]
     if unknown:
         raise ValueError(f"unknown suite {unknown[0]!r}; suites: {', '.join(SUITES)} (or all)")
@@ -464,7 +464,8 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     )
     esub = ev.add_subparsers(dest="eval_command", required=True)
     run = esub.add_parser("run", help="run (or resume) an evaluation into a run directory, then report")
-    run.add_argument("--suite", action="append", required=True, help="suite, repeatable; 'all': every suite")
+    run.add_argument("--suite", action="append", required=True,
+                     help="suite, repeatable; 'all': the five standard suites (not gate_edge)")
     run.add_argument("--scenes", type=int, default=20, help="scenes per suite (default 20)")
     run.add_argument("--methods", nargs="+", default=None, help="methods to compare (default: all)")
     run.add_argument("--grounding", default="oracle", choices=_grounding_sources())

@@ -151,7 +151,7 @@ def build_candidate_set(
         ValueError: the scene's target is not seen or its grasp region is not grounded (the
             scene cannot be evaluated; the error says which).
     """
-    from afford_eval.suites import sentence_for, task_for_scene
+    from afford_eval.suites import scene_for, sentence_for, task_for_scene
     from afford_perception.grounding import make_source
     from afford_perception.parser import parse
     from afford_pipeline.episode import Episode
@@ -166,7 +166,7 @@ def build_candidate_set(
     seed = scene_seed(suite, scene_index)
     intent = parse(sentence)
     task = get_task(task_for_scene(suite, scene_index))
-    world = BatchWorld(sample_scene(task.scene(seed), seed=seed))
+    world = BatchWorld(sample_scene(scene_for(suite, scene_index, seed), seed=seed))
     try:
         ep = Episode(intent, task, world, make_source(grounding), seed=seed)
         ep.perceive()

@@ -44,6 +44,7 @@ def downsample(points: np.ndarray, max_points: int) -> np.ndarray:
 def perceived_cloud(record: Mapping[str, Any], max_points: int = 1500) -> dict[str, Any]:
     """The target's observed cloud and grasp-region points of the record's scene, re-perceived
     from its seed (a render, no physics step). Seconds: it builds the scene."""
+    from afford_eval.suites import SCENE_VARIANTS
     from afford_perception.grounding import make_source
     from afford_perception.parser import parse
     from afford_pipeline.episode import Episode
@@ -54,7 +55,10 @@ def perceived_cloud(record: Mapping[str, Any], max_points: int = 1500) -> dict[s
     intent = parse(record["sentence"])
     task = get_task(record.get("task_id") or find_task(intent))
     seed = int(record["seed"])
-    world = BatchWorld(sample_scene(task.scene(seed), seed=seed))
+    spec = task.scene(seed)
+    if record.get("suite") in SCENE_VARIANTS:
+        spec = SCENE_VARIANTS[record["suite"]](spec, seed)
+    world = BatchWorld(sample_scene(spec, seed=seed))
     try:
         ep = Episode(intent, task, world, make_source(record.get("grounding", "oracle")), seed=seed)
         ep.perceive()

@@ -8,7 +8,12 @@ fewer tasks than it names.
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Callable
+
 from afford_perception.parser import parse
+from afford_sim.scene import ObjectSpec, Relative, SceneSpec, Window
 from afford_sim.tasks import TASKS, find_task, get_task
 
 SUITES: dict[str, tuple[str, ...]] = {
@@ -17,7 +22,29 @@ SUITES: dict[str, tuple[str, ...]] = {
     "pour": ("pour-paper-cup-v1", "pour-kettle-v1"),
     "tool_by_handle": ("pick-scoop-v1", "pick-hammer-v1", "pick-pan-v1"),
     "drawer": ("open-drawer-v1",),
+    "gate_edge": ("pick-hammer-v1", "pick-scoop-v1", "pick-pan-v1"),
 }
+
+
+def _at_the_reach_edge(spec: SceneSpec, seed: int) -> SceneSpec:
+    """The target (the scene's first object) in a 12 x 24 cm window centred 2 cm short of the
+    reach box's far face (x = 0.75 m, ``TermsConfig.workspace_max``), at any yaw, so a long
+    tool lies partly inside and partly outside the box and its candidates' reach differs; a
+    block 2-4 cm to its right, so their clearance differs too. This is where the feasibility
+    gate can matter at all: in the other suites every candidate is inside the box."""
+    target = spec.objects[0]
+    moved = dataclasses.replace(target, placement=Window(center=(0.73, 0.0), size=(0.12, 0.24),
+                                                         yaw=(-math.pi, math.pi)))
+    block = ObjectSpec("clutter", "cube", seed % 10_000,
+                       Relative("right_of", target.name, distance=0.03, jitter=0.01))
+    return dataclasses.replace(spec, objects=(moved, *spec.objects[1:], block))
+
+
+#: What ``--suite all`` runs: the suites whose scenes are their tasks' own.
+STANDARD_SUITES: tuple[str, ...] = ("pick_and_place", "hang", "pour", "tool_by_handle", "drawer")
+
+#: Suites whose scenes are their tasks' scenes changed for what the suite measures.
+SCENE_VARIANTS: dict[str, Callable[[SceneSpec, int], SceneSpec]] = {"gate_edge": _at_the_reach_edge}
 
 
 def suite_names() -> list[str]:
@@ -38,6 +65,14 @@ def task_for_scene(suite: str, scene_index: int) -> str:
         raise ValueError(f"scene_index must be >= 0, got {scene_index}")
     tasks = suite_tasks(suite)
     return tasks[scene_index % len(tasks)]
+
+
+def scene_for(suite: str, scene_index: int, seed: int) -> SceneSpec:
+    """The scene of ``scene_index`` of ``suite``: its task's scene for ``seed``, changed by the
+    suite's variant if it has one (:data:`SCENE_VARIANTS`)."""
+    spec = get_task(task_for_scene(suite, scene_index)).scene(seed)
+    variant = SCENE_VARIANTS.get(suite)
+    return variant(spec, seed) if variant is not None else spec
 
 
 def sentence_for(suite: str, scene_index: int) -> str:

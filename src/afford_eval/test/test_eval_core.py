@@ -65,8 +65,32 @@ def context(**kw: object) -> MethodContext:
 def test_every_suite_sentence_parses_and_has_a_task() -> None:
     """A suite that silently drops a sentence would report a rate over other tasks than it names."""
     check_suites()
-    assert set(SUITES) == {"pick_and_place", "hang", "pour", "tool_by_handle", "drawer"}
+    assert set(SUITES) == {"pick_and_place", "hang", "pour", "tool_by_handle", "drawer", "gate_edge"}
     assert sentence_for("tool_by_handle", 4) == get_task(SUITES["tool_by_handle"][1]).instruction
+
+
+def test_the_gate_suite_puts_the_tool_across_the_reach_box_edge_beside_a_block() -> None:
+    """Where the gate can matter: the target straddles the far face of the reach box (x = 0.75
+    m), with a block beside it; the other suites keep their tasks' own scenes."""
+    from afford_eval.candidate_sets import scene_seed
+    from afford_eval.suites import STANDARD_SUITES, scene_for
+    from afford_planner.terms import TermsConfig
+    from afford_sim.scene import sample_scene
+
+    far = TermsConfig().workspace_max[0]
+    straddles = 0
+    for k in range(6):
+        seed = scene_seed("gate_edge", k)
+        placed = sample_scene(scene_for("gate_edge", k, seed), seed)
+        tool, block = placed.objects[0], placed.objects[-1]
+        assert block.spec.category == "cube" and abs(float(tool.pose[0, 3]) - 0.73) <= 0.06 + 1e-9
+        xs = np.asarray(tool.asset.mesh().vertices) @ tool.pose[:3, :3].T[:, 0] + tool.pose[0, 3]
+        lo, hi = float(xs.min()), float(xs.max())
+        straddles += lo < far < hi
+    assert straddles >= 3
+    assert "gate_edge" not in STANDARD_SUITES
+    seed = scene_seed("hang", 0)
+    assert scene_for("hang", 0, seed) == get_task("hang-mug-v1").scene(seed)
 
 
 # ----------------------------------------------------------------------------------- methods
