@@ -205,9 +205,7 @@ def _select_with_ties(cands: Sequence[GraspCandidate], cfg: SelectionConfig, con
     sel = select(copy.deepcopy(list(cands)), cfg)
     if sel.chosen is None:
         return ABSTAIN
-    best = sel.scores[sel.chosen.index]
-    tied = [i for i in sel.eligible if abs(sel.scores[i] - best) <= 1e-12]
-    return MethodChoice(seeded_pick(tied, context.seed, salt), len(tied))
+    return MethodChoice(seeded_pick(sel.tied, context.seed, salt), len(sel.tied))
 
 
 def afford(level: Level, gate: Gate, combination: Combination) -> Method:

@@ -446,11 +446,5 @@ def ties_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]]) -> 
             weights=dict(data["weights"]),
             gate_threshold=data["gate_threshold"],
         )
-        sel = select(cands, cfg)
-        if sel.chosen is None:
-            out[f"afford_{level}_{gate}_{comb}"] = []
-            continue
-        best = sel.scores[sel.chosen.index]
-        tied = (i for i in sel.eligible if abs(sel.scores[i] - best) <= 1e-12)
-        out[f"afford_{level}_{gate}_{comb}"] = sorted(tied)
+        out[f"afford_{level}_{gate}_{comb}"] = list(select(cands, cfg).tied)
     return out

@@ -142,6 +142,15 @@ class Selection:
     def abstained(self) -> bool:
         return self.chosen is None
 
+    @property
+    def tied(self) -> tuple[int, ...]:
+        """Eligible indices whose score equals the chosen one's (within 1e-12), ascending; the
+        rule cannot tell them apart (``select`` takes the first). Empty when it abstains."""
+        if self.chosen is None:
+            return ()
+        best = self.scores[self.chosen.index]
+        return tuple(sorted(i for i in self.eligible if abs(self.scores[i] - best) <= 1e-12))
+
 
 def _check_indices(cands: Sequence[GraspCandidate]) -> None:
     idx = [c.index for c in cands]

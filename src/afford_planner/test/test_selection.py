@@ -384,6 +384,8 @@ def test_the_gate_wins_a_tie_at_zero() -> None:
     sel = select(cands, SelectionConfig(level="L2", combination="product"))
     assert sel.chosen is not None and sel.chosen.index == 1 and sel.eligible == (1, 2)
     assert sel.ranking[-1] == 0  # ineligible ones last
+    assert sel.tied == (1, 2)  # the gated-out 0 scores 0 too, but is not in the tie
+    assert select(cands[:1], SelectionConfig()).tied == ()  # abstained
 
 
 def test_ties_are_broken_by_index() -> None:
