@@ -25,6 +25,7 @@ dataset card (``README.md``) says how it was made.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -37,6 +38,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from afford_core.files import remove_temporaries, write_atomic
 from afford_core.parallel import run_jobs, run_jobs_ray
 from afford_pipeline.execution import WorldExecutor
 
@@ -204,14 +206,6 @@ def record_episode(config: DemoConfig, seed: int) -> tuple[dict[str, Any], dict[
 # Staging and the dataset.
 
 
-def _write_atomic(path: Path, write: Callable[[Path], object]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-
-
 def _staging(out: Path) -> Path:
     return out.with_name(out.name + ".staging")
 
@@ -219,15 +213,10 @@ def _staging(out: Path) -> Path:
 def _stage(staging: Path, meta: dict[str, Any], arrays: dict[str, np.ndarray] | None) -> None:
     seed = int(meta["seed"])
     if arrays is not None:
-        # np.savez appends ".npz" to a name without it: give the temporary file that suffix.
-        target = staging / f"episode_{seed:06d}.npz"
-        tmp = staging / f"episode_{seed:06d}.tmp.npz"
-        cast(Any, np.savez)(tmp, **arrays)  # numpy's stub reads ** as allow_pickle
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    _write_atomic(staging / f"attempt_{seed:06d}.json",
-                  lambda p: p.write_text(json.dumps(meta, sort_keys=True, default=str)))
+        buf = io.BytesIO()
+        cast(Any, np.savez)(buf, **arrays)  # numpy's stub reads ** as allow_pickle
+        write_atomic(staging / f"episode_{seed:06d}.npz", buf.getvalue())
+    write_atomic(staging / f"attempt_{seed:06d}.json", json.dumps(meta, sort_keys=True, default=str).encode())
 
 
 def _staged(staging: Path) -> dict[int, dict[str, Any]]:
@@ -317,9 +306,8 @@ def generate(config: DemoConfig, out: Path | str, *, progress: Callable[[str], N
             raise ValueError(f"{staging} holds episodes of another configuration ({stored}); "
                              "use the same options to resume, or another --out")
     else:
-        _write_atomic(cfg_path, lambda p: p.write_text(json.dumps(config.as_dict())))
-    for stray in staging.glob("*.tmp*"):
-        stray.unlink()  # an episode in flight when the last run was killed
+        write_atomic(cfg_path, json.dumps(config.as_dict()).encode())
+    remove_temporaries(staging)  # an episode in flight when the last run was killed
     done = _staged(staging)
     report = GenerationReport(out=out, kept_from_before=len(done))
     say = progress or (lambda _line: None)

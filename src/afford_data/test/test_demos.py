@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from afford_core.files import TMP_MARK
 from afford_data import demos
 from afford_data.demos import DemoConfig, generate
 
@@ -123,7 +124,8 @@ def test_a_killed_run_resumes_and_failures_are_counted_not_kept(
     (staging / "config.json").write_text(json.dumps(config.as_dict()))
     meta, arrays = demos.record_episode(config, 0)
     demos._stage(staging, meta, arrays)
-    (staging / "episode_000001.tmp.npz").write_bytes(b"torn")
+    torn = staging / f".episode_000001.npz{TMP_MARK}99"
+    torn.write_bytes(b"torn")
     real = demos.record_episode
     seen: list[int] = []
 
@@ -136,6 +138,7 @@ def test_a_killed_run_resumes_and_failures_are_counted_not_kept(
     monkeypatch.setattr(demos, "record_episode", record)
     report = generate(config, out)
     assert seen == [1, 2]  # seed 0 was not run again
+    assert not torn.exists() and not (tmp_path / "ds.staging").exists()
     assert (report.kept_from_before, report.failures, report.failure_stages) == (1, 1, {"grasp": 1})
     _, meta_read = _read(out)
     assert [m["seed"] for m in meta_read] == [0, 2]

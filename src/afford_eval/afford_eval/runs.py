@@ -29,7 +29,6 @@ import functools
 import hashlib
 import importlib.metadata
 import json
-import os
 import platform
 import stat
 import subprocess
@@ -40,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from afford_core.files import TMP_MARK, remove_temporaries, write_atomic
 from afford_core.parallel import run_jobs
 
 CONFIG = "config.json"
@@ -47,7 +47,7 @@ PROVENANCE = "provenance.json"
 MANIFEST = "manifest.json"
 SCENES = "scenes"
 REPORT = "report"
-_TMP_MARK = ".tmp-"
+_TMP_MARK = TMP_MARK
 # Distributions whose versions decide a result (physics, planning, statistics, learning).
 TRACKED_PACKAGES = (
     "mujoco",
@@ -143,16 +143,6 @@ class RunSummary:
 
 
 # --------------------------------------------------------------------------- files
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}{_TMP_MARK}{os.getpid()}")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 def write_json(path: Path, obj: Any) -> None:
@@ -332,8 +322,7 @@ def _open(run_dir: Path, config: RunConfig) -> None:
     else:
         write_json(cfg_path, config.as_dict())
     # Leftovers of a session killed mid-write: never complete, never part of the evidence.
-    for tmp in run_dir.rglob(f".*{_TMP_MARK}*"):
-        tmp.unlink()
+    remove_temporaries(run_dir)
 
 
 def _record_session(run_dir: Path, command: str) -> None:
