@@ -16,6 +16,8 @@ class WorldExecutor:
     seconds.
     """
 
+    _next_frame: float  # simulated time the next frame is due
+
     def __init__(
         self, world: Any, frames: list[np.ndarray] | None = None, fps: int = 20, camera: str | None = None
     ) -> None:
@@ -23,7 +25,7 @@ class WorldExecutor:
         self.frames = frames
         self.period = 1.0 / fps
         self.camera = camera
-        self._next_frame: float = 0.0
+        self._next_frame = 0.0
 
     def frame(self) -> None:
         """Record a frame if one is due."""
