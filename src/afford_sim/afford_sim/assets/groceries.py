@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike
 from . import palette
 from .generator import Built, Generator
 from .params import Params, count, span
-from .shapes import PieceSet, hull, lathe_solid, ring, slab
+from .shapes import PieceSet, carton, hull, lathe_solid, ring, slab
 
 
 def _section(x: float, half_w: float, half_h: float, sides: int) -> np.ndarray:
@@ -309,11 +309,10 @@ class ChocolateBoxParams(Params):
 
 
 def build_chocolate_box(p: ChocolateBoxParams, rng: np.random.Generator) -> Built:
-    half = np.array([p.length, p.width]) / 2
-    top = half + p.overhang
+    body, lid = carton(p.length, p.width, p.height, p.lid, p.overhang)
     pieces = PieceSet()
-    pieces.add("body", slab([*-half, 0.0], [*half, p.height - p.lid]))
-    pieces.add("lid", slab([*-top, p.height - p.lid], [*top, p.height]))
+    pieces.add("body", body)
+    pieces.add("lid", lid)
     rgba = {"body": palette.pick(rng, palette.PLASTIC), "lid": palette.pick(rng, palette.PLASTIC)}
     return Built.rigid(pieces, rgba, p.mass)
 
@@ -345,12 +344,12 @@ class SugarBoxParams(Params):
 
 
 def build_sugar_box(p: SugarBoxParams, rng: np.random.Generator) -> Built:
-    half = np.array([p.length, p.thickness]) / 2
+    body, top = carton(p.length, p.thickness, p.height, p.top)
     pieces = PieceSet()
-    pieces.add("body", slab([*-half, 0.0], [*half, p.height - p.top]))
-    pieces.add("top", slab([*-half, p.height - p.top], [*half, p.height]))
-    carton = palette.pick(rng, palette.PLASTIC)
-    return Built.rigid(pieces, {"body": carton, "top": palette.shade(carton, 1.35)}, p.mass)
+    pieces.add("body", body)
+    pieces.add("top", top)
+    colour = palette.pick(rng, palette.PLASTIC)
+    return Built.rigid(pieces, {"body": colour, "top": palette.shade(colour, 1.35)}, p.mass)
 
 
 @dataclass

@@ -45,6 +45,17 @@ def slab(lo: ArrayLike, hi: ArrayLike) -> trimesh.Trimesh:
     return trimesh.creation.box(bounds=np.stack([lo, hi]))
 
 
+def carton(length: float, width: float, height: float, band: float,
+           overhang: float = 0.0) -> tuple[trimesh.Trimesh, trimesh.Trimesh]:
+    """A box on the support, centred on its origin, as two slabs: the body below and a top
+    band ``band`` tall, wider by ``overhang`` on every side (a lid's rim the fingers can find).
+    The box, the chocolate box and the sugar box label the band as they need (body, lid, top)."""
+    half = np.array([length, width]) / 2
+    top = half + overhang
+    return (slab([*-half, 0.0], [*half, height - band]),
+            slab([*-top, height - band], [*top, height]))
+
+
 def rod(p0: ArrayLike, p1: ArrayLike, radius: float, sections: int = 16) -> trimesh.Trimesh:
     """Solid cylinder of ``radius`` from ``p0`` to ``p1``."""
     segment = np.stack([p0, p1]).astype(float)

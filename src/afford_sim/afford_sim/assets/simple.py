@@ -13,7 +13,7 @@ import numpy as np
 from . import palette
 from .generator import Built, Generator
 from .params import Params, count, span
-from .shapes import PieceSet, hull, lathe_shell, lathe_solid, slab, sweep
+from .shapes import PieceSet, carton, hull, lathe_shell, lathe_solid, slab, sweep
 
 
 @dataclass
@@ -38,12 +38,8 @@ class BoxParams(Params):
 
 
 def build_box(p: BoxParams, rng: np.random.Generator) -> Built:
-    half = np.array([p.length, p.width]) / 2
-    lid = min(p.lid, p.height / 3)
-    top = half + p.overhang
     pieces = PieceSet()
-    pieces.add("body", [slab([*-half, 0.0], [*half, p.height - lid]),
-                        slab([*-top, p.height - lid], [*top, p.height])])
+    pieces.add("body", list(carton(p.length, p.width, p.height, min(p.lid, p.height / 3), p.overhang)))
     return Built.rigid(pieces, {"body": palette.pick(rng, palette.PLASTIC)}, p.mass)
 
 
