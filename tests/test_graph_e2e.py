@@ -305,6 +305,47 @@ def test_losing_the_camera_mid_trial_stops_the_arm_and_aborts(graph) -> None:
     assert "camera stream lost" in result.abstain_reason, result.abstain_reason
 
 
+def test_a_simulation_stall_mid_trial_is_explained_and_the_next_trial_works(graph) -> None:
+    """A machine too busy to run the simulator (its loop silent past libfranka's 1 s timeout
+    while the arm moves) ends the trial with that reason first, not a stale state to decode;
+    the arm holds, the robot's state comes back by itself, and after the operator's recovery
+    (`afford robot recover`) the next trial runs, without restarting the graph."""
+    from afford_interfaces.srv import InjectFault
+    from afford_ros.graph_cli import recover_robot
+
+    monitor = graph["monitor"]
+    inject: Any = monitor.node.create_client(InjectFault, "/sim_world/inject_fault")
+    assert inject.wait_for_service(timeout_sec=10.0)
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.setdefault("out", _task("pick up the mug", seed=3)))
+    before = monitor.counts["/afford/trajectory"]
+    thread.start()
+    end = time.monotonic() + 120
+    while time.monotonic() < end and monitor.counts["/afford/trajectory"] == before:
+        time.sleep(0.05)
+    time.sleep(0.3)  # the arm is moving
+    answer = inject.call_async(InjectFault.Request(kind="stall", seconds=1.5))
+    end = time.monotonic() + 10
+    while not answer.done() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert answer.done() and answer.result().success, answer.result()
+    thread.join(timeout=120)
+    status, result, feedback = box["out"]
+    assert not result.success
+    reason = result.abstain_reason
+    assert reason.startswith("the simulation fell behind real time: the loop stalled for"), reason
+    assert "communication" in reason, reason
+    assert "stale robot state" not in reason, reason
+    _at_rest(monitor, timeout=30.0)  # the state flows again, and the arm holds
+
+    refused_status, refused, _ = _task("pick up the mug", seed=3)
+    assert not refused.success and "/executor/recover" in refused.abstain_reason, refused.abstain_reason
+    ok, message = recover_robot()
+    assert ok, message
+    status, result, feedback = _task("pick up the mug", seed=3)
+    assert result.success, f"{result.abstain_reason}\n{feedback}\n{_log(graph)}"
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()

@@ -87,6 +87,9 @@ class Endpoint:
     sim_only: bool = False
 
 
+#: The name of sim_world's status on /diagnostics.
+SIM_LOOP_STATUS = "sim_world: simulation loop"
+
 TOPICS: tuple[Topic, ...] = (
     Topic("/camera/color/image_raw", "sensor_msgs/msg/Image", CAMERA_FRAME, "sensor", "sim_world",
           "RGB image, rgb8, 640x480 by default."),
@@ -131,6 +134,10 @@ TOPICS: tuple[Topic, ...] = (
           "TCP pose of the chosen grasp."),
     Topic("/afford/trajectory", "trajectory_msgs/msg/JointTrajectory", BASE_FRAME, "latched", "planner",
           "Each joint trajectory as it is sent to the executor."),
+    Topic("/diagnostics", "diagnostic_msgs/msg/DiagnosticArray", "", "reliable", "sim_world",
+          f"Once a second, the status {SIM_LOOP_STATUS!r}: how the simulation kept real time over the "
+          "last second (realtime_factor, deadline_misses, worst_gap_s, dropped_s); WARN or ERROR "
+          "with the reason when it fell behind.", sim_only=True),
     Topic("/afford/trial_state", "std_msgs/msg/String", "", "latched", "task_server",
           "The running trial's stage name (idle, perceive, plan, approve, execute, done, aborted)."),
 )
@@ -141,6 +148,8 @@ SERVICES: tuple[Endpoint, ...] = (
     Endpoint("/sim_world/evaluate", "std_srvs/srv/Trigger", "sim_world",
              "Check the last task's success against the simulator's state (ground truth).",
              sim_only=True),
+    Endpoint("/sim_world/inject_fault", "afford_interfaces/srv/InjectFault", "sim_world",
+             "Fault injection for tests: stall the simulation loop for some seconds.", sim_only=True),
     Endpoint("/perception/perceive", "afford_interfaces/srv/Perceive", "perception",
              "Parse a sentence and ground its regions on the latest camera frame."),
     Endpoint("/planner/plan_grasp", "afford_interfaces/srv/PlanGrasp", "planner",
@@ -148,7 +157,7 @@ SERVICES: tuple[Endpoint, ...] = (
     Endpoint("/executor/gripper", "afford_interfaces/srv/Gripper", "executor",
              "Open the gripper or grasp with a force."),
     Endpoint("/executor/recover", "std_srvs/srv/Trigger", "executor",
-             "Clear a reflex error; motion stays refused until this is called."),
+             "Clear a reflex or a link lost mid-motion; motion stays refused until this is called."),
     Endpoint("/task_server/approve", "afford_interfaces/srv/ApproveTrial", "task_server",
              "The operator's go or abort for a trial waiting for approval."),
 )

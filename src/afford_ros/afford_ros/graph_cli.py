@@ -3,7 +3,9 @@
 
 ``afford task "<sentence>"`` sends a ``/run_task`` goal, prints every stage as the task server
 reports it and the result; Ctrl-C cancels the trial (which stops the arm). ``afford trial
-approve|abort`` answers a real-robot trial waiting for the operator.
+approve|abort`` answers a real-robot trial waiting for the operator. ``afford robot recover`` is
+the operator's recovery after a reflex or a robot link lost mid-motion (the executor refuses
+motion until then).
 """
 
 from __future__ import annotations
@@ -127,6 +129,25 @@ def approve_trial(approve: bool, reason: str = "", timeout: float = 10.0) -> tup
         session.close()
 
 
+def recover_robot(timeout: float = 10.0) -> tuple[bool, str]:
+    """Call the executor's ``/executor/recover`` (an operator's action); returns (ok, message)."""
+    from std_srvs.srv import Trigger
+
+    session = _Session("afford_robot_cli")
+    try:
+        client: Any = session.node.create_client(Trigger, "/executor/recover")
+        if not client.wait_for_service(timeout_sec=timeout):
+            return False, "no executor on /executor/recover: is the graph up?"
+        future = client.call_async(Trigger.Request())
+        session.wait(future, timeout)
+        res = future.result()
+        if res is None:
+            return False, "the executor did not answer"
+        return bool(res.success), str(res.message)
+    finally:
+        session.close()
+
+
 def _cmd_task(args: argparse.Namespace) -> int:
     from action_msgs.msg import GoalStatus
 
@@ -166,8 +187,14 @@ def _cmd_trial(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _cmd_robot(args: argparse.Namespace) -> int:
+    ok, message = recover_robot()
+    print(message)
+    return 0 if ok else 1
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
-    """Add ``task`` and ``trial`` to the ``afford`` command."""
+    """Add ``task``, ``trial`` and ``robot`` to the ``afford`` command."""
     task = sub.add_parser("task", help="send a task sentence to a running graph and print its stages")
     task.add_argument("sentence", nargs="?", default="", help='e.g. "hang the mug on the rack"')
     task.add_argument("--task", default="", help="task id (`afford tasks`); alone, its instruction is used")
@@ -187,3 +214,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     trial.add_argument("decision", choices=["approve", "abort"])
     trial.add_argument("--reason", default="", help="why, for the trial log")
     trial.set_defaults(func=_cmd_trial)
+    robot = sub.add_parser(
+        "robot", help="operator actions on the robot: recover after a reflex or a lost link"
+    )
+    robot.add_argument("action", choices=["recover"], help="recover: call /executor/recover")
+    robot.set_defaults(func=_cmd_robot)

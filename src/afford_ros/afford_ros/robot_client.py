@@ -290,6 +290,26 @@ class RobotClient:
         self._vmax = np.asarray(robot.joint_velocity_limit.max, dtype=np.float64)  # type: ignore[attr-defined]
         self._amax = np.asarray(robot.joint_acceleration_limit.max, dtype=np.float64)  # type: ignore[attr-defined]
 
+    def reconnect(self) -> None:
+        """Drop the connection and make a new one (after libfranka gave the old one up).
+
+        The old ``franky.Robot`` and ``Gripper`` are released first (their sockets close): the
+        server serves one client at a time. Raises ``franky.NetworkException`` while the robot
+        cannot be reached; the client is then left unconnected.
+        """
+        import gc
+
+        self._robot = None
+        self._gripper = None
+        if self._mover is not None:
+            self._mover.shutdown(wait=False)
+            self._mover = None
+        gc.collect()  # franky closes the sockets when the objects go
+        with self._lock:
+            self._stop_requested = False
+            self._last_status = MotionStatus(False, 0.0)
+        self.connect()
+
     @property
     def connected(self) -> bool:
         return self._robot is not None

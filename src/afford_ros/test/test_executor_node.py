@@ -14,7 +14,9 @@ robot server subclass, used only by this test, that on SIGUSR1 aborts the runnin
 libfranka's ``kReflexAborted`` Move status and reports reflex mode and ``cartesian_reflex`` in
 the robot state, refuses new motions while in reflex, and clears it on libfranka's automatic
 error recovery command. Everything from the wire up (libfranka raising its ControlException,
-franky, the executor, ROS) is the real code path. Run as a script, this file is that server:
+franky, the executor, ROS) is the real code path. On SIGUSR2 the same server stalls its loop
+for ``STALL_S`` (no step, no state packet), as a simulator starved of CPU does: past libfranka's
+1 s UDP timeout the client loses the connection. Run as a script, this file is that server:
 ``python test_executor_node.py --serve 127.x.y.z``.
 """
 
@@ -36,6 +38,8 @@ HOST = f"127.{(os.getpid() >> 8) % 200 + 20}.{os.getpid() % 256}.{7}"
 DOMAIN_ID = str(100 + os.getpid() % 100)
 #: Index of ``cartesian_reflex`` in libfranka's error array (franka/errors.h order).
 CARTESIAN_REFLEX = 7
+#: How long SIGUSR2 stalls the test server's loop (s): past libfranka's 1 s UDP timeout.
+STALL_S = 1.5
 
 
 # ---------------------------------------------------------------------- the test-only server
@@ -110,7 +114,12 @@ def serve(hostname: str) -> None:
             def finish(_sig: int, _frame: Any) -> None:
                 server.running = False
 
+            def stall(_sig: int, _frame: Any) -> None:
+                # Handlers run on the main thread, between two of run_forever's steps.
+                time.sleep(STALL_S)
+
             signal.signal(signal.SIGUSR1, inject)
+            signal.signal(signal.SIGUSR2, stall)
             signal.signal(signal.SIGTERM, finish)
             signal.signal(signal.SIGINT, finish)
             print("READY", flush=True)
@@ -372,12 +381,14 @@ def test_trajectory_runs_and_joint_states_follow(graph: Graph) -> None:
     progressed = [float((q - q0)[0] / delta[0]) for q in seen]
     assert any(0.2 < p < 0.8 for p in progressed), progressed
     assert max(path_err) < 0.02, max(path_err)
-    # The final progress (1.0) is published just before the result; this process's executor can
-    # take it in later than the result on a loaded machine.
-    end = time.monotonic() + 5.0
-    while not (graph.feedback and max(graph.feedback) > 1.0 - 1e-6) and time.monotonic() < end:
-        time.sleep(0.05)
-    assert graph.feedback and max(graph.feedback) == pytest.approx(1.0)
+    # Progress feedback came while it ran, within [0, 1] and never going back. The final 1.0 is
+    # published just before the result, but rclpy's ActionClient drops a goal's feedback
+    # callback as soon as the result arrives, so that last message may never be delivered:
+    # completion is what the result and the arm's state above say.
+    fb = list(graph.feedback)
+    assert fb and all(0.0 <= f <= 1.0 for f in fb), fb
+    assert all(b >= a for a, b in zip(fb, fb[1:], strict=False)), fb
+    assert any(0.2 < f < 0.8 for f in fb), fb
 
 
 def test_limit_violation_is_refused_and_arm_stays(graph: Graph) -> None:
@@ -597,6 +608,45 @@ def test_injected_reflex_needs_recovery(graph: Graph, sim_server: subprocess.Pop
     assert recovered.success, recovered.message
     q1 = graph.q()
     times, qs = ramp(q1, np.array([0.05, 0, 0, 0, 0, 0, 0]), 1.0)
+    after = graph.wait(graph.send(times, qs).get_result_async(), 15.0).result
+    assert after.success, after.message
+
+
+def test_link_lost_mid_motion_is_reported_reconnected_and_needs_recovery(
+    graph: Graph, sim_server: subprocess.Popen[str]
+) -> None:
+    """A robot that stops answering mid-motion (the simulator's loop stalled past libfranka's
+    1 s timeout) ends the motion as a 'communication' fault with needs_recovery; the executor
+    makes a new connection by itself, so /joint_states comes back with the arm held where the
+    fault left it; motions are refused until /executor/recover, and work after it."""
+    at_rest_time(graph, time.monotonic())
+    q0 = graph.q()
+    n_err = len(graph.errors_since(0))
+    times, qs = ramp(q0, np.array([0.3, 0, 0, 0, 0, 0, 0]), 3.0)
+    goal = graph.send(times, qs)
+    graph.wait_moving(0.1)
+    os.kill(sim_server.pid, signal.SIGUSR2)
+    result = graph.wait(goal.get_result_async(), 15.0).result
+    assert not result.success and result.error_kind == "communication", result
+    assert "timeout" in result.message.lower(), result.message
+    lost = [e for e in graph.errors_since(n_err) if e.kind == "communication"]
+    assert any(e.needs_recovery for e in lost), [(e.kind, e.message) for e in graph.errors_since(n_err)]
+
+    # The state comes back without anyone's help, and the arm stays where the fault left it.
+    at_rest_time(graph, time.monotonic(), timeout=20.0)
+    q_held = graph.q()
+    assert 0.0 < q_held[0] - q0[0] < 0.3, q_held - q0  # stopped short of the goal
+    times, qs = ramp(q_held, np.array([0.05, 0, 0, 0, 0, 0, 0]), 1.0)
+    refused = graph.wait(graph.send(times, qs).get_result_async(), 10.0).result
+    assert not refused.success and refused.error_kind == "communication", refused
+    assert "/executor/recover" in refused.message
+    time.sleep(0.3)
+    assert np.max(np.abs(graph.q() - q_held)) < 2e-3
+
+    recovered = graph.call(graph.recover, graph.Trigger.Request())
+    assert recovered.success, recovered.message
+    q1 = graph.q()
+    times, qs = ramp(q1, np.array([-0.05, 0, 0, 0, 0, 0, 0]), 1.0)
     after = graph.wait(graph.send(times, qs).get_result_async(), 15.0).result
     assert after.success, after.message
 

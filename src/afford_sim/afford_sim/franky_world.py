@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -89,6 +90,11 @@ class FrankyWorldConfig:
         max_lag: When the loop falls this far (s) behind its schedule (a long pause of the
             process), it drops the backlog instead of running the missed steps in a burst.
         state_every: The state sinks get the state every this many 1 ms steps.
+        loop_nice: Niceness the simulation loop's thread asks for (-20..0; 0 leaves it). The
+            loop is what a libfranka client hears every millisecond; on a machine whose cores
+            are busy (a training job beside the graph) a raised priority keeps it on time.
+            Raising needs CAP_SYS_NICE or a nice limit (``ulimit -e``; the lab's real-time group
+            usually has it); without it the loop runs at normal priority and says so once.
     """
 
     hostname: str = "127.0.0.1"
@@ -98,6 +104,7 @@ class FrankyWorldConfig:
     settle_time: float = 0.3
     max_lag: float = 0.05
     state_every: int = 2
+    loop_nice: int = -10
 
     def __post_init__(self) -> None:
         if not self.hostname:
@@ -108,6 +115,8 @@ class FrankyWorldConfig:
             raise ValueError(f"camera_size must be within 16..4096 pixels, got {self.camera_size}")
         if self.settle_time < 0 or self.max_lag <= 0 or self.state_every < 1:
             raise ValueError("settle_time must be >= 0, max_lag > 0 and state_every >= 1")
+        if not -20 <= self.loop_nice <= 0:
+            raise ValueError(f"loop_nice must be in -20..0, got {self.loop_nice}")
         if self.model.solref[0] < 2 * SIM_TIMESTEP:
             raise ValueError(f"model.solref time constant must be >= {2 * SIM_TIMESTEP} s")
 
@@ -417,6 +426,79 @@ def final_stage(task: Task) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# Keeping time.
+
+#: libfranka gives up on a connection when no state packet comes for this long (s): its UDP
+#: receive timeout. franky-sim sends one per step, so a loop that stalls this long loses the
+#: client (measured: a 1.5 s stall mid-motion ends it in "UDP receive: Timeout" and the
+#: client must reconnect; a 0.8 s stall passes).
+LIBFRANKA_UDP_TIMEOUT = 1.0
+
+
+@dataclass(frozen=True)
+class LoopTiming:
+    """How the simulation loop has kept its schedule since it started (totals; differences of
+    two readings give a window).
+
+    Attributes:
+        steps: Physics steps run (each ``SIM_TIMESTEP`` of simulated time).
+        wall: Wall seconds since the loop started, less the time resets spent rebuilding the
+            scene (a new scene restarts the schedule).
+        misses: Steps that began more than one period after their deadline (the loop was late).
+        dropped: Wall seconds of backlog the loop gave up (``max_lag``) instead of catching up:
+            simulated time lost against the wall clock.
+        worst_gap: The longest wall time (s) between two consecutive steps since the previous
+            reading that asked for it (``take_gap``), a silence still going on included: the
+            longest a libfranka client heard nothing. Over ``LIBFRANKA_UDP_TIMEOUT`` it lost
+            the connection.
+        target_factor: The configured real-time factor.
+    """
+
+    steps: int
+    wall: float
+    misses: int
+    dropped: float
+    worst_gap: float
+    target_factor: float
+
+    def since(self, earlier: LoopTiming) -> LoopTiming:
+        """The window from ``earlier`` to this reading (``worst_gap`` is this reading's)."""
+        return LoopTiming(
+            steps=self.steps - earlier.steps,
+            wall=self.wall - earlier.wall,
+            misses=self.misses - earlier.misses,
+            dropped=self.dropped - earlier.dropped,
+            worst_gap=self.worst_gap,
+            target_factor=self.target_factor,
+        )
+
+    @property
+    def realtime_factor(self) -> float:
+        """Simulated seconds per wall second over the reading (0 before any wall time)."""
+        return self.steps * SIM_TIMESTEP / self.wall if self.wall > 0 else 0.0
+
+    @property
+    def behind(self) -> str:
+        """Why the simulation fell behind in this reading, in words; "" when it kept up (ran at
+        80% of its target factor or better, with no gap a client notices, 0.2 s)."""
+        why = []
+        if self.worst_gap >= 0.2:
+            lost = (
+                " (libfranka's timeout: the client lost the robot)"
+                if self.worst_gap >= LIBFRANKA_UDP_TIMEOUT
+                else ""
+            )
+            why.append(f"the loop stalled for {self.worst_gap:.2f} s{lost}")
+        if self.wall >= 0.5 and self.realtime_factor < 0.8 * self.target_factor:
+            why.append(
+                f"it ran at {self.realtime_factor:.2f}x real time (target {self.target_factor:.2f}x)"
+            )
+        if not why:
+            return ""
+        return "the simulation fell behind real time: " + " and ".join(why)
+
+
+# ---------------------------------------------------------------------------------------------
 # The world.
 
 
@@ -472,6 +554,16 @@ class FrankyWorld:
         self._generation = 0
         self._view: SimGroundTruth | None = None
         self._loop_error: BaseException | None = None
+        # Loop timing (LoopTiming), written by the loop thread only.
+        self._t_start = 0.0
+        self._misses = 0
+        self._dropped = 0.0
+        self._worst_gap = 0.0
+        self._stall_until = 0.0
+        self._paused = 0.0  # wall seconds spent rebuilding scenes (resets), not stepping
+        self._last_step = 0.0  # perf_counter at the end of the latest step
+        #: The loop thread's niceness once it runs (config.loop_nice where permitted).
+        self.loop_priority = 0
 
     # Lifecycle -----------------------------------------------------------------------------
 
@@ -609,30 +701,98 @@ class FrankyWorld:
 
     # The loop ------------------------------------------------------------------------------
 
+    def _raise_priority(self) -> None:
+        nice = self.config.loop_nice
+        if nice == 0:
+            return
+        tid = threading.get_native_id()  # Linux: niceness is per thread
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+            self.loop_priority = nice
+        except (OSError, AttributeError) as err:
+            self.loop_priority = os.getpriority(os.PRIO_PROCESS, tid) if hasattr(os, "getpriority") else 0
+            log.warning(
+                "the simulation loop runs at normal priority (nice %d could not be set: %s); on a "
+                "busy machine it may fall behind real time. Grant CAP_SYS_NICE or a nice limit "
+                "(ulimit -e) to raise it.",
+                nice,
+                err,
+            )
+
     def _loop(self) -> None:
         assert self._server is not None and self._sim is not None
         server, sim = self._server, self._sim
+        self._raise_priority()
         period = SIM_TIMESTEP / self.config.realtime_factor
-        deadline = time.perf_counter()
+        deadline = self._t_start = last = time.perf_counter()
+        generation = self._generation
         try:
             while self._running:
+                if self._stall_until:
+                    self._stall()
                 with self._lock:
+                    if generation != self._generation:
+                        # A reset rebuilt the model meanwhile (the loop waited on the lock): a new
+                        # scene restarts the schedule; its build time is no lateness.
+                        now = time.perf_counter()
+                        self._paused += now - last
+                        generation, last, deadline = self._generation, now, now
+                    if time.perf_counter() - deadline > period:
+                        self._misses += 1
                     server.run_once(realtime=False)
                     self._steps += 1
                     if self._sinks and self._steps % self.config.state_every == 0:
                         data = sim.data
                         for sink in self._sinks:
                             sink(float(data.time), data.qpos)
+                now = time.perf_counter()
+                self._worst_gap = max(self._worst_gap, now - last)
+                last = self._last_step = now
                 deadline += period
-                delay = deadline - time.perf_counter()
+                delay = deadline - now
                 if delay > 0:
                     time.sleep(delay)
                 elif delay < -self.config.max_lag:
-                    deadline = time.perf_counter()
+                    self._dropped -= delay
+                    deadline = now
         except BaseException as err:  # surfaced by wait_sim_time and the node's health check
             self._loop_error = err
             log.exception("franky-sim loop stopped")
             self._running = False
+
+    def _stall(self) -> None:
+        # Fault injection (stall()): hold the lock, so nothing steps and no packet goes out.
+        with self._lock:
+            while self._running and time.perf_counter() < self._stall_until:
+                time.sleep(0.005)
+            self._stall_until = 0.0
+
+    def stall(self, seconds: float) -> None:
+        """Fault injection: the loop runs no step for ``seconds`` wall seconds, from its next
+        step, as on a machine that starves it (no state packet goes out meanwhile; over
+        ``LIBFRANKA_UDP_TIMEOUT`` a connected franky client loses the robot). Returns at once.
+        """
+        if not 0.0 < seconds <= 60.0:
+            raise ValueError(f"a stall must last (0, 60] s, got {seconds}")
+        self._stall_until = time.perf_counter() + seconds
+
+    def timing(self, take_gap: bool = False) -> LoopTiming:
+        """How the loop has kept its schedule (:class:`LoopTiming`); ``take_gap`` starts a new
+        worst-gap window (one reader should take it, e.g. the node's health report)."""
+        now = time.perf_counter()
+        # A stall still going on counts as far as it has got.
+        silent = now - self._last_step if self._last_step and self.running else 0.0
+        reading = LoopTiming(
+            steps=self._steps,
+            wall=now - self._t_start - self._paused if self._t_start else 0.0,
+            misses=self._misses,
+            dropped=self._dropped,
+            worst_gap=max(self._worst_gap, silent),
+            target_factor=self.config.realtime_factor,
+        )
+        if take_gap:
+            self._worst_gap = 0.0
+        return reading
 
     @property
     def loop_error(self) -> BaseException | None:

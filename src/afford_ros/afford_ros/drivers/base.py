@@ -107,6 +107,10 @@ class Driver(ABC):
         """The robot's error recovery (an operator's explicit action); (success, message)."""
         return True, "recovered"
 
+    def reconnect(self) -> None:  # noqa: B027 - a driver without a connection has nothing to renew
+        """Drop a connection the robot has lost and make a new one (raises while it cannot).
+        Only the state stream comes back; nothing moves."""
+
     def close(self) -> None:
         """Stop and let go of the robot (the node is shutting down)."""
         self.stop()

@@ -116,8 +116,21 @@ class FrankyDriver(Driver):
 
     def recover(self) -> tuple[bool, str]:
         self._goal = None
+        renewed = ""
+        try:
+            self.client.read_state()
+        except Exception:  # noqa: BLE001 - a lost link: libfranka's Robot object is dead for good
+            self.reconnect()
+            renewed = "reconnected; "
         ok = self.client.recover()
-        return ok, "recovered" if ok else "the robot refused automatic error recovery"
+        return ok, renewed + ("recovered" if ok else "the robot refused automatic error recovery")
+
+    def reconnect(self) -> None:
+        """libfranka gives a connection up for good after a communication fault (a UDP receive
+        timeout mid-motion: every later call raises "Net Exception"); a new one is made in its
+        place (franky-sim, like the robot, takes one client at a time: the old one goes first)."""
+        self._goal = None
+        self.client.reconnect()
 
     def close(self) -> None:
         if self.client.connected:

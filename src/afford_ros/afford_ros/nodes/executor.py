@@ -19,8 +19,14 @@ named by ``robot`` (its description: joints, limits, gripper). It
   the last target the stream is reported ended (``stopped``), as is a driver fault (its kind);
 - halts any motion or stream at once on ``/afford/stop`` and aborts the running goal;
 - serves ``/executor/gripper`` (checked width and force) and ``/executor/recover``;
-- after a reflex, refuses every motion (arm, stream and gripper) until ``/executor/recover`` is
-  called: recovery is an explicit operator action, never automatic; after a stop that lands
+- after a reflex, or the robot's link lost while a motion ran, refuses every motion (arm,
+  stream and gripper) until ``/executor/recover`` is called: recovery is an explicit operator
+  action, never automatic;
+- when the link is lost (libfranka gives a connection up for good after a communication
+  fault, e.g. no state packet for 1 s from a simulator starved of CPU), reports it and makes a
+  new connection once no motion is running, so ``/joint_states`` comes back by itself; the
+  arm held where the fault left it (the robot's controller holds when commands stop);
+- after a stop that lands
   while joint targets are streaming (or came in the last 5 s), refuses joint targets (not
   trajectories, each a new request) until that call too.
 
@@ -107,7 +113,11 @@ _STREAM_LEAD = 0.02
 _POLL_PERIOD = 0.01  # s between looks at a running trajectory (stop, cancel, progress)
 _STOP_FIRST = "a stop came after it was checked"
 _STALLED = "this process stalled between its checks and its start"
-_NOT_RECOVERED = "reflex not recovered; call /executor/recover"
+_NOT_RECOVERED = "a fault is not recovered"  # _start's answer; the refusal says which (_refusal)
+#: Seconds between two attempts to renew a lost connection.
+_RECONNECT_PERIOD_S = 1.0
+#: Faults that end a motion and refuse the next until an operator calls /executor/recover.
+_LATCHING = ("reflex", "communication")
 #: A stop disarms streaming when a stream runs or a chunk came this recently (s).
 _STREAM_RECENT_S = 5.0
 #: Parameters the node hands its driver (each driver reads the ones it needs).
@@ -203,6 +213,8 @@ class ExecutorNode(Node):
         self._needs_recovery = False
         self._stops = 0  # how many stops have come (a motion admitted before one must not start)
         self._comm_fault = False
+        self._next_reconnect = 0.0
+        self._latched = ("reflex", "")  # the fault that needs recovery: (kind, what happened)
         self._recovery_generation = 0
         # The accepted chunk: its targets at monotonic times; None when no stream runs.
         self._stream: tuple[np.ndarray, np.ndarray] | None = None
@@ -277,8 +289,11 @@ class ExecutorNode(Node):
             if not self._comm_fault:
                 self._comm_fault = True
                 self._report("communication", f"cannot read the robot state: {exc}")
+            self._reconnect()
             return
-        self._comm_fault = False
+        if self._comm_fault:
+            self._comm_fault = False
+            self.get_logger().info("the robot state is flowing again")
         frame = contract.base_frame(self.robot)
         msg = JointState(header=Header(stamp=self.get_clock().now().to_msg(), frame_id=frame))
         msg.name = [*self._arm_joints, contract.finger_width_joint(self.robot)]
@@ -291,10 +306,43 @@ class ExecutorNode(Node):
                 if generation != self._recovery_generation:
                     return
                 new = not self._needs_recovery
-                self._needs_recovery = True
+                self._latch("reflex", "the robot reports reflex mode")
                 self._stream = None
             if new:
                 self._report("reflex", "the robot reports reflex mode", needs_recovery=True)
+
+    def _latch(self, kind: str, what: str) -> None:
+        """Refuse motion until /executor/recover (call with the lock held)."""
+        self._needs_recovery = True
+        self._latched = (kind, what)
+
+    def _refusal(self) -> tuple[str, str]:
+        """(kind, message) of a motion refused for want of recovery (call with the lock held)."""
+        kind, what = self._latched
+        said = f" ({what})" if what else ""
+        return kind, f"refused: {kind} not recovered{said}; call /executor/recover"
+
+    def _reconnect(self) -> None:
+        """Renew a lost connection, at most every _RECONNECT_PERIOD_S, never under a running
+        motion (its own poll must see the fault first); called by the state timer."""
+        now = time.monotonic()
+        with self._lock:
+            if now < self._next_reconnect or self._busy or self._stream is not None:
+                return
+            self._next_reconnect = now + _RECONNECT_PERIOD_S
+            latched = self._needs_recovery
+        try:
+            with self._start_lock:
+                try:
+                    self.driver.read()
+                    return  # renewed meanwhile (a recovery does it too)
+                except Exception:  # noqa: BLE001 - still lost
+                    self.driver.reconnect()
+        except Exception as exc:  # noqa: BLE001 - still unreachable: try again later
+            self.get_logger().warning(f"reconnecting to the robot failed: {exc}", throttle_duration_sec=10.0)
+            return
+        held = "; motions stay refused until /executor/recover" if latched else ""
+        self.get_logger().info(f"reconnected to the robot{held}")
 
     # ------------------------------------------------------------------ stop
     def _on_stop(self, _msg: Empty) -> None:
@@ -387,7 +435,7 @@ class ExecutorNode(Node):
                 self._block_said = True
             refused = (
                 "a trajectory is running" if self._busy
-                else _NOT_RECOVERED if self._needs_recovery
+                else self._refusal()[1] if self._needs_recovery
                 else ""
             )
             running = self._stream
@@ -501,14 +549,18 @@ class ExecutorNode(Node):
             self._stream = None
             if failed:
                 self._block_stream(f"the stream ended in a fault ({state.error_kind})")
-            if failed and state.error_kind == "reflex":
-                self._needs_recovery = True
+            latch = failed and state.error_kind in _LATCHING
+            if latch:
+                self._latch(state.error_kind, state.message)
         if failed:
             if state.error_kind != "reflex":
-                with self._start_lock:
-                    self.driver.stop()
-            self._report(state.error_kind, f"joint-target stream ended: {state.message}",
-                         needs_recovery=state.error_kind == "reflex")
+                try:
+                    with self._start_lock:
+                        self.driver.stop()
+                except Exception:  # noqa: BLE001 - a lost link cannot take a stop; the report says so
+                    pass
+            message = f"joint-target stream ended: {state.message}"
+            self._report(state.error_kind, message, needs_recovery=latch)
         else:
             idle = f"{self._stream_timeout:.2f} s"
             self._report("stopped", f"no joint targets for {idle}: the arm holds the last one")
@@ -529,7 +581,8 @@ class ExecutorNode(Node):
             if self._busy:
                 return self._finish(goal_handle, False, "another trajectory is running", "limit")
             if self._needs_recovery:
-                return self._finish(goal_handle, False, f"refused: {_NOT_RECOVERED}", "reflex")
+                kind, text = self._refusal()
+                return self._finish(goal_handle, False, text, kind)
             if self._stream is not None:
                 return self._finish(goal_handle, False, "joint targets are streaming", "limit")
             self._busy = True
@@ -570,7 +623,9 @@ class ExecutorNode(Node):
             self._report("communication", f"could not start the motion: {exc}")
             return self._finish(goal_handle, False, f"could not start the motion: {exc}", "communication")
         if not_started == _NOT_RECOVERED:
-            return self._finish(goal_handle, False, f"refused: {not_started}", "reflex")
+            with self._lock:
+                kind, text = self._refusal()
+            return self._finish(goal_handle, False, text, kind)
         started = not not_started
         stopping = not started
         state = MotionState(False)
@@ -599,10 +654,12 @@ class ExecutorNode(Node):
             why = "cancel" if canceled else "stop topic"
             self._report("stopped", f"motion halted by the {why}")
             return self._finish(goal_handle, False, f"halted by the {why}", "stopped", canceled=canceled)
-        if state.error_kind == "reflex":
+        if state.error_kind in _LATCHING:
+            # A reflex, or the link lost under a moving arm: the robot's controller holds it; an
+            # operator looks before it moves again.
             with self._lock:
-                self._needs_recovery = True
-            self._report("reflex", state.message, needs_recovery=True)
+                self._latch(state.error_kind, state.message)
+            self._report(state.error_kind, state.message, needs_recovery=True)
         else:
             self._report(state.error_kind, state.message)
         return self._finish(goal_handle, False, state.message, state.error_kind)
@@ -611,8 +668,9 @@ class ExecutorNode(Node):
     def _on_gripper(self, request: Gripper.Request, response: Gripper.Response) -> Gripper.Response:
         with self._lock:
             refused = self._needs_recovery
+            text = self._refusal()[1]
         if refused:
-            response.success, response.message = False, f"refused: {_NOT_RECOVERED}"
+            response.success, response.message = False, text
             return response
         verdict = self.safety.check_gripper(request.command, request.width, request.force)
         if not verdict.ok:
@@ -633,7 +691,8 @@ class ExecutorNode(Node):
         with self._lock:
             self._recovery_generation += 1
         try:
-            ok, message = self.driver.recover()
+            with self._start_lock:  # not beside a reconnection, nor a start
+                ok, message = self.driver.recover()
         except Exception as exc:  # noqa: BLE001
             ok, message = False, f"recovery failed: {exc}"
         with self._lock:

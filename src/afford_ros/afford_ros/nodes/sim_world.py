@@ -9,6 +9,16 @@ aligned to colour (16UC1, mm), camera info, the latched camera extrinsics in ``f
 serves ``/sim_world/reset`` (new scene; franky connections stay up, a running motion is
 preempted) and ``/sim_world/evaluate`` (the task's final-stage check on the simulator state).
 
+Keeping time. franky-sim must answer a libfranka client every millisecond; on a machine whose
+cores are busy it can fall behind. The loop runs at a raised priority where permitted
+(:class:`~afford_sim.franky_world.FrankyWorldConfig`'s ``loop_nice``; rendering runs niced in its
+child, so it gives way first), and once a second the node publishes on ``/diagnostics`` how the
+loop kept its schedule (:class:`~afford_sim.franky_world.LoopTiming`): WARN when it ran slower
+than 80% of its target or went silent for 0.2 s, ERROR at half its target or a 0.5 s silence
+(libfranka drops the connection at 1 s), with the reason in words, which the task server
+puts in front of a failed trial's reason. ``/sim_world/inject_fault`` stalls the loop on demand,
+for the tests of what the graph does then.
+
 Threads: the simulation loop (franky_world), a publisher thread that forwards rendered frames,
 and the executor thread for the services. The render process is a child that exits with us.
 """
@@ -23,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.executors import SingleThreadedExecutor
@@ -32,7 +43,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_msgs.msg import Header, String
 from std_srvs.srv import Trigger
 
-from afford_interfaces.srv import ResetScene
+from afford_interfaces.srv import InjectFault, ResetScene
 from afford_ros import contract
 from afford_ros.nodes.convert import (
     camera_info,
@@ -43,7 +54,13 @@ from afford_ros.nodes.convert import (
 )
 from afford_ros.nodes.spin import clean_shutdown
 from afford_ros.qos import qos_profile
-from afford_sim.franky_world import FrankyWorld, FrankyWorldConfig, SceneInfo
+from afford_sim.franky_world import (
+    LIBFRANKA_UDP_TIMEOUT,
+    FrankyWorld,
+    FrankyWorldConfig,
+    LoopTiming,
+    SceneInfo,
+)
 from afford_sim.sim_render import Frame, RenderConfig, RenderProcess
 
 NODE_NAME = "sim_world"
@@ -53,6 +70,32 @@ T_DEPTH = "/camera/aligned_depth_to_color/image_raw"
 T_EXTRINSICS = "/camera/extrinsics"
 T_SEG = "/sim/ground_truth/segmentation"
 T_OBJECTS = "/sim/ground_truth/objects"
+T_DIAGNOSTICS = "/diagnostics"
+
+
+def loop_status(window: LoopTiming, hardware_id: str, nice: int) -> DiagnosticStatus:
+    """The ``/diagnostics`` status of one window of the simulation loop (module docstring)."""
+    behind = window.behind
+    severe = window.worst_gap >= LIBFRANKA_UDP_TIMEOUT / 2 or (
+        window.wall > 0.5 and window.realtime_factor < 0.5 * window.target_factor
+    )
+    level = DiagnosticStatus.ERROR if severe else DiagnosticStatus.WARN if behind else DiagnosticStatus.OK
+    values = {
+        "realtime_factor": f"{window.realtime_factor:.3f}",
+        "target_factor": f"{window.target_factor:.3f}",
+        "deadline_misses": str(window.misses),
+        "worst_gap_s": f"{window.worst_gap:.4f}",
+        "dropped_s": f"{window.dropped:.4f}",
+        "window_s": f"{window.wall:.3f}",
+        "loop_nice": str(nice),
+    }
+    return DiagnosticStatus(
+        level=level,
+        name=contract.SIM_LOOP_STATUS,
+        message=behind or "keeping real time",
+        hardware_id=hardware_id,
+        values=[KeyValue(key=k, value=v) for k, v in values.items()],
+    )
 
 
 @dataclass(frozen=True)
@@ -139,6 +182,10 @@ class SimWorldNode(Node):
             raise
         self.create_service(ResetScene, "/sim_world/reset", self._on_reset)
         self.create_service(Trigger, "/sim_world/evaluate", self._on_evaluate)
+        self.create_service(InjectFault, "/sim_world/inject_fault", self._on_inject)
+        self.pub_diagnostics = self._publisher(DiagnosticArray, T_DIAGNOSTICS)
+        self._timing = self.world.timing(take_gap=True)
+        self.create_timer(1.0, self._report_timing)
         self._publisher_thread = threading.Thread(target=self._publish_loop, name="camera_pub", daemon=True)
         self._publisher_thread.start()
         self.get_logger().info(
@@ -184,6 +231,34 @@ class SimWorldNode(Node):
         response.success = bool(check.ok)
         response.message = f"{self.world.scene.task_id}/{stage}: {check.detail}"
         return response
+
+    def _on_inject(self, request: InjectFault.Request, response: InjectFault.Response) -> Any:
+        kinds = ("stall",)
+        try:
+            if request.kind not in kinds:
+                raise ValueError(f"unknown fault {request.kind!r}; known: {', '.join(kinds)}")
+            self.world.stall(float(request.seconds))
+        except ValueError as err:
+            response.success, response.message = False, str(err)
+            return response
+        response.success = True
+        response.message = f"the simulation loop stalls for {request.seconds:.2f} s"
+        self.get_logger().warning(f"fault injected: {response.message}")
+        return response
+
+    # Keeping time ---------------------------------------------------------------------------
+
+    def _report_timing(self) -> None:
+        now = self.world.timing(take_gap=True)
+        window = now.since(self._timing)
+        self._timing = now
+        status = loop_status(window, self.params.hostname, self.world.loop_priority)
+        stamp = self.get_clock().now().to_msg()
+        self.pub_diagnostics.publish(DiagnosticArray(header=Header(stamp=stamp), status=[status]))
+        if status.level != DiagnosticStatus.OK:
+            self.get_logger().warning(
+                f"{status.message} ({window.misses} late steps in the last {window.wall:.1f} s)"
+            )
 
     # Camera --------------------------------------------------------------------------------
 

@@ -13,6 +13,12 @@ silent for longer than ``max_frame_age_s`` publishes the stop topic, cancels the
 aborts the trial with that reason. A cancel of the goal does the same. Bad goals (an empty
 sentence, an object the stack does not know, an object not in view) end before anything
 moves, with the reason in the result.
+
+A busy machine. In sim mode the simulator reports on ``/diagnostics`` when it fell behind real
+time; a trial that fails after such a report (ERROR: a stall long enough for the robot's link
+to notice, or half speed) says so first, e.g. "the simulation fell behind real time: the loop
+stalled for 1.52 s (...); the robot link failed: ...": the user learns the machine was short
+of CPU, not that the skill is broken.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -35,6 +42,7 @@ from afford_interfaces.action import ExecuteSkill, RunTask
 from afford_interfaces.srv import ApproveTrial, Perceive, PlanGrasp, ResetScene
 from afford_perception.parser import parse
 from afford_planner.skills import SkillError
+from afford_ros import contract
 from afford_ros.nodes.robot_link import wait_future
 from afford_ros.nodes.spin import run_node
 from afford_ros.qos import qos_profile
@@ -100,6 +108,15 @@ class TaskServerNode(Node):
         self.create_subscription(
             Image, "/camera/color/image_raw", self._on_frame, qos_profile("sensor"), callback_group=group
         )
+        # (monotonic time, worst gap, message) of the simulator's ERROR reports on /diagnostics.
+        self._sim_behind: list[tuple[float, float, str]] = []
+        self.create_subscription(
+            DiagnosticArray,
+            "/diagnostics",
+            self._on_diagnostics,
+            qos_profile("reliable"),
+            callback_group=group,
+        )
         self.pub_state = self.create_publisher(String, "/afford/trial_state", qos_profile("latched"))
         self.pub_stop = self.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
         self.reset_client: Any = self.create_client(ResetScene, "/sim_world/reset", callback_group=group)
@@ -128,6 +145,24 @@ class TaskServerNode(Node):
 
     def _on_frame(self, _msg: Image) -> None:
         self._last_frame = time.monotonic()
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        now = time.monotonic()
+        for status in msg.status:
+            if status.name == contract.SIM_LOOP_STATUS and status.level == DiagnosticStatus.ERROR:
+                values = {kv.key: kv.value for kv in status.values}
+                try:
+                    gap = float(values.get("worst_gap_s", "0"))
+                except ValueError:
+                    gap = 0.0
+                self._sim_behind = [r for r in self._sim_behind if now - r[0] < 600.0]
+                self._sim_behind.append((now, gap, status.message))
+
+    def behind_since(self, t0: float) -> str:
+        """The worst report (longest stall, then the first) of the simulator falling behind
+        (ERROR) received since ``t0`` (monotonic); "" if none."""
+        reports = [(-gap, t, m) for t, gap, m in list(self._sim_behind) if t >= t0]
+        return min(reports)[2] if reports else ""
 
     def _state(self, text: str) -> None:
         self.pub_state.publish(String(data=text))
@@ -238,6 +273,7 @@ class TaskServerNode(Node):
     def _on_goal(self, goal_handle: Any) -> RunTask.Result:
         with self._busy:
             result = RunTask.Result(success=False, selected_index=-1)
+            started = time.monotonic()
             try:
                 self._trial(goal_handle, result)
             except TrialAborted as err:
@@ -245,6 +281,12 @@ class TaskServerNode(Node):
             except Exception as err:  # noqa: BLE001 - a node must answer every goal
                 self.get_logger().error(f"trial failed: {err!r}")
                 result.abstain_reason = f"internal error: {err}"
+            if not result.success and self.mode == "sim" and result.task_id:
+                # A report covers the second before it: wait for the one about the failure.
+                time.sleep(1.1)
+                behind = self.behind_since(started)
+                if behind:
+                    result.abstain_reason = f"{behind}; {result.abstain_reason}"
             if result.success:
                 self._state("done")
                 goal_handle.succeed()
