@@ -123,9 +123,13 @@ class Phase:
         misses = sum(w["deadline_misses"] for w in self.windows)
         steps_s = sum(w["window_s"] for w in self.windows)
         worst = max((w["worst_gap_s"] for w in self.windows), default=float("nan"))
-        slowest = min((w["realtime_factor"] for w in self.windows if w["window_s"] > 0.5), default=float("nan"))
+        slowest = min(
+            (w["realtime_factor"] for w in self.windows if w["window_s"] > 0.5), default=float("nan")
+        )
         mean_rt = (
-            sum(w["realtime_factor"] * w["window_s"] for w in self.windows) / steps_s if steps_s else float("nan")
+            sum(w["realtime_factor"] * w["window_s"] for w in self.windows) / steps_s
+            if steps_s
+            else float("nan")
         )
         p = sorted(self.perception)
         p50 = statistics.median(p) if p else float("nan")
@@ -174,7 +178,9 @@ def run_phase(name: str, trials: list[tuple[str, int]], diag: Diagnostics) -> Ph
         took = clock.stage_time("perceive")
         if took is not None:
             phase.perception.append(took)
-        print(f"  [{name}] {sentence!r} seed {seed}: {'SUCCESS' if result.success else result.abstain_reason}")
+        print(
+            f"  [{name}] {sentence!r} seed {seed}: {'SUCCESS' if result.success else result.abstain_reason}"
+        )
         if not result.success and "communication" in result.abstain_reason:
             ok, message = recover_robot()
             phase.recoveries += 1
@@ -188,7 +194,9 @@ def run_phase(name: str, trials: list[tuple[str, int]], diag: Diagnostics) -> Ph
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trials", nargs="+", default=list(TRIALS), help='"sentence@seed" each')
-    ap.add_argument("--burners", type=int, default=os.cpu_count() or 2, help="busy processes (default: cores)")
+    ap.add_argument(
+        "--burners", type=int, default=os.cpu_count() or 2, help="busy processes (default: cores)"
+    )
     ap.add_argument("--out", default=None, help="write the Markdown table here too")
     args = ap.parse_args(argv)
     trials = [(t.rsplit("@", 1)[0], int(t.rsplit("@", 1)[1])) for t in args.trials]
@@ -219,9 +227,14 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 os.killpg(graph.pid, signal.SIGKILL)
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                                text=True).stdout.strip())
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = bool(
+        subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+        ).stdout.strip()
+    )
     lines = [
         "# The sim graph idle and under load",
         "",
