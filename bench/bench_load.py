@@ -141,7 +141,7 @@ class Phase:
         )
 
 
-def _start_graph(host: str) -> subprocess.Popen[bytes]:
+def _start_graph(host: str, log: Any) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -153,8 +153,8 @@ def _start_graph(host: str) -> subprocess.Popen[bytes]:
             "--set",
             f"executor.robot_ip={host}",
         ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
 
@@ -198,12 +198,14 @@ def main(argv: list[str] | None = None) -> int:
         "--burners", type=int, default=os.cpu_count() or 2, help="busy processes (default: cores)"
     )
     ap.add_argument("--out", default=None, help="write the Markdown table here too")
+    ap.add_argument("--log", default="bench_load_graph.log", help="the graph's log (default: %(default)s)")
     args = ap.parse_args(argv)
     trials = [(t.rsplit("@", 1)[0], int(t.rsplit("@", 1)[1])) for t in args.trials]
 
     os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 60))
     host = f"127.0.{os.getpid() % 200 + 30}.9"
-    graph = _start_graph(host)
+    log = open(args.log, "w")  # noqa: SIM115 - the graph writes to it until it ends
+    graph = _start_graph(host, log)
     diag = Diagnostics()
     burners: list[subprocess.Popen[bytes]] = []
     phases = []
