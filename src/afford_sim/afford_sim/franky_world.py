@@ -428,6 +428,33 @@ def final_stage(task: Task) -> str:
 # ---------------------------------------------------------------------------------------------
 # Keeping time.
 
+
+def raise_priority(nice: int, what: str) -> int:
+    """Ask for niceness ``nice`` (<= 0) for the calling thread, and the threads and child
+    processes it starts from now on (Linux: niceness is per thread and inherited). Returns the
+    niceness it runs at; says once, in the log, when raising is not permitted (it needs
+    CAP_SYS_NICE or a nice limit, ``ulimit -e``; a lab's real-time group usually has one).
+
+    Why a whole process and not only its 1 kHz thread: Python threads share one lock (the
+    GIL); a thread holding it at normal priority, preempted by a busy neighbour, would hold a
+    raised loop back all the same.
+    """
+    tid = threading.get_native_id()
+    if nice >= 0:
+        return os.getpriority(os.PRIO_PROCESS, tid)
+    try:
+        os.setpriority(os.PRIO_PROCESS, tid, nice)
+        return nice
+    except OSError as err:
+        log.warning(
+            "%s runs at normal priority (nice %d could not be set: %s); on a busy machine it may "
+            "fall behind real time. Grant CAP_SYS_NICE or a nice limit (ulimit -e) to raise it.",
+            what,
+            nice,
+            err,
+        )
+        return os.getpriority(os.PRIO_PROCESS, tid)
+
 #: libfranka gives up on a connection when no state packet comes for this long (s): its UDP
 #: receive timeout. franky-sim sends one per step, so a loop that stalls this long loses the
 #: client (measured: a 1.5 s stall mid-motion ends it in "UDP receive: Timeout" and the
@@ -702,22 +729,7 @@ class FrankyWorld:
     # The loop ------------------------------------------------------------------------------
 
     def _raise_priority(self) -> None:
-        nice = self.config.loop_nice
-        if nice == 0:
-            return
-        tid = threading.get_native_id()  # Linux: niceness is per thread
-        try:
-            os.setpriority(os.PRIO_PROCESS, tid, nice)
-            self.loop_priority = nice
-        except (OSError, AttributeError) as err:
-            self.loop_priority = os.getpriority(os.PRIO_PROCESS, tid) if hasattr(os, "getpriority") else 0
-            log.warning(
-                "the simulation loop runs at normal priority (nice %d could not be set: %s); on a "
-                "busy machine it may fall behind real time. Grant CAP_SYS_NICE or a nice limit "
-                "(ulimit -e) to raise it.",
-                nice,
-                err,
-            )
+        self.loop_priority = raise_priority(self.config.loop_nice, "the simulation loop")
 
     def _loop(self) -> None:
         assert self._server is not None and self._sim is not None

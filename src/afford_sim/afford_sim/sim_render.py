@@ -112,9 +112,10 @@ class RenderConfig:
         slots: Frame buffers in the ring; the parent must take a frame before ``slots - 1``
             newer ones are rendered, or it reads a reused slot (the frame is then dropped).
         max_geom: Capacity of the render scene.
-        nice: Niceness added to the render process, so that when CPUs are short the
-            simulation loop (real time, franky's 1 kHz state stream) keeps its pace and the
-            frame rate drops instead.
+        nice: Niceness of the render process (set, not added: the parent may run at a raised
+            priority, which the child inherits), so that when CPUs are short the simulation
+            loop (real time, franky's 1 kHz state stream) keeps its pace and the frame rate
+            drops instead.
     """
 
     width: int = 640
@@ -236,8 +237,9 @@ def _child_main(
     # the EGL clean-up short.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        # On a loaded machine the 1 kHz robot loop must win the CPU, not the camera.
-        os.nice(cfg.nice)
+        # On a loaded machine the 1 kHz robot loop must win the CPU, not the camera. Lowering
+        # one's own priority is always permitted.
+        os.setpriority(os.PRIO_PROCESS, 0, cfg.nice)
     except OSError:
         pass
     state = SharedState(state_name)

@@ -60,6 +60,7 @@ from afford_sim.franky_world import (
     FrankyWorldConfig,
     LoopTiming,
     SceneInfo,
+    raise_priority,
 )
 from afford_sim.sim_render import Frame, RenderConfig, RenderProcess
 
@@ -312,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     # The simulation thread needs the GIL every millisecond; the default 5 ms switch interval
     # lets the publisher thread hold it for whole frames.
     sys.setswitchinterval(0.0005)
+    # Every thread of this process runs raised (they are started after this line and inherit
+    # it; the render child lowers its own): a thread holding the GIL must not be preempted by a
+    # busy neighbour while the 1 kHz loop waits for it.
+    raise_priority(FrankyWorldConfig().loop_nice, "sim_world")
     rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = threading.Event()
 
