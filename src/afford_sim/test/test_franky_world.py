@@ -14,9 +14,11 @@ import pytest
 franky = pytest.importorskip("franky")
 
 from afford_sim.franky_world import (  # noqa: E402
+    LIBFRANKA_UDP_TIMEOUT,
     ROBOT_PREFIX,
     FrankyWorld,
     FrankyWorldConfig,
+    LoopTiming,
     build_scene_tree,
     final_stage,
     scene_for,
@@ -151,6 +153,45 @@ def test_the_loop_is_paced_to_the_wall_clock(world: FrankyWorld) -> None:
     # At most the schedule plus a backlog of max_lag run in a burst after a stall of the process.
     ceiling = world.config.realtime_factor * (1.0 + world.config.max_lag / window) + 0.02
     assert 0.0 < factor <= ceiling, (factor, ceiling)
+
+
+def _timing(steps: int, wall: float, gap: float, target: float = 1.0) -> LoopTiming:
+    return LoopTiming(steps=steps, wall=wall, misses=0, dropped=0.0, worst_gap=gap, target_factor=target)
+
+
+def test_loop_timing_says_when_and_how_the_simulation_fell_behind() -> None:
+    """The words a failed trial starts with: a stall (and whether libfranka's timeout was
+    passed), a slow loop against its own target; nothing when it kept up."""
+    assert _timing(1000, 1.0, 0.004).behind == ""
+    assert _timing(850, 1.0, 0.01).behind == ""  # 85% of real time: within the tolerance
+    slow = _timing(400, 1.0, 0.01).behind
+    assert slow.startswith("the simulation fell behind real time") and "0.40x" in slow, slow
+    stalled = _timing(500, 1.0, 0.5).behind
+    assert "stalled for 0.50 s" in stalled and "lost the robot" not in stalled, stalled
+    lost = _timing(0, 1.0, LIBFRANKA_UDP_TIMEOUT + 0.2).behind
+    assert "stalled for 1.20 s" in lost and "lost the robot" in lost, lost
+    # A declared slower-than-real-time world is judged against its own target.
+    assert _timing(250, 1.0, 0.01, target=0.25).behind == ""
+    assert "0.10x" in _timing(100, 1.0, 0.01, target=0.25).behind
+    # A window too short to judge a rate says nothing about the rate.
+    assert _timing(0, 0.1, 0.01).behind == ""
+    window = _timing(3000, 3.0, 0.02).since(_timing(1000, 1.0, 0.5))
+    assert (window.steps, window.wall, window.worst_gap) == (2000, 2.0, 0.02)
+
+
+def test_a_stall_shows_in_the_loop_timing(world: FrankyWorld) -> None:
+    """stall() silences the loop (fault injection): the next reading shows a silence at least
+    that long (a lower bound, whatever the machine's load) and the words for it."""
+    world.timing(take_gap=True)
+    before = world.steps
+    world.stall(0.3)
+    world.wait_sim_time(0.05)
+    reading = world.timing(take_gap=True)
+    assert world.steps > before
+    assert reading.worst_gap >= 0.3, reading
+    assert "stalled for" in reading.behind, reading
+    with pytest.raises(ValueError):
+        world.stall(0.0)
 
 
 def test_shared_state_roundtrip() -> None:
