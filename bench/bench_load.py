@@ -92,6 +92,17 @@ class Diagnostics:
                 with self.lock:
                     self.windows.append(values)
 
+    def wait_steady(self, windows: int = 3, timeout: float = 240.0) -> float:
+        """Wait until the simulator reports keeping real time ``windows`` seconds in a row (the
+        graph has finished starting); returns the seconds waited."""
+        t0 = time.monotonic()
+        steady = 0
+        while steady < windows and time.monotonic() - t0 < timeout:
+            time.sleep(1.0)
+            for w in self.take():
+                steady = steady + 1 if w["realtime_factor"] >= 0.9 * w["target_factor"] else 0
+        return time.monotonic() - t0
+
     def take(self) -> list[dict[str, float]]:
         with self.lock:
             out, self.windows = self.windows, []
@@ -210,6 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     burners: list[subprocess.Popen[bytes]] = []
     phases = []
     try:
+        from afford_ros.graph_cli import run_task
+
+        # The first goal waits for the graph; the baseline starts once the simulator keeps time.
+        run_task("pick up the unicorn", wait=240.0, out=open(os.devnull, "w"))  # noqa: SIM115
+        print(f"graph steady after {diag.wait_steady():.0f} s more")
         print("idle:")
         phases.append(run_phase("idle", trials, diag))
         bound = 3600

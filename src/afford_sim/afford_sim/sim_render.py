@@ -112,10 +112,12 @@ class RenderConfig:
         slots: Frame buffers in the ring; the parent must take a frame before ``slots - 1``
             newer ones are rendered, or it reads a reused slot (the frame is then dropped).
         max_geom: Capacity of the render scene.
-        nice: Niceness of the render process (set, not added: the parent may run at a raised
-            priority, which the child inherits), so that when CPUs are short the simulation
-            loop (real time, franky's 1 kHz state stream) keeps its pace and the frame rate
-            drops instead.
+        nice: Niceness added to the render process's (inherited from its parent), so that when
+            CPUs are short the simulation loop (real time, franky's 1 kHz state stream) keeps
+            its pace and the frame rate drops instead. Relative on purpose: under a sim_world
+            raised to nice -10 the renderer runs at 0, level with other work on the machine,
+            not below it (at +10 beside two busy processes it rendered no frame for seconds,
+            and the trial's camera watchdog stopped the arm).
     """
 
     width: int = 640
@@ -237,9 +239,8 @@ def _child_main(
     # the EGL clean-up short.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        # On a loaded machine the 1 kHz robot loop must win the CPU, not the camera. Lowering
-        # one's own priority is always permitted.
-        os.setpriority(os.PRIO_PROCESS, 0, cfg.nice)
+        # On a loaded machine the 1 kHz robot loop must win the CPU, not the camera.
+        os.nice(cfg.nice)
     except OSError:
         pass
     state = SharedState(state_name)
