@@ -5,6 +5,11 @@ source "$_AFFORD_ROOT/.venv/bin/activate"
 export AMENT_PREFIX_PATH="$_AFFORD_ROOT/.venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export ROS_HOME="${ROS_HOME:-$_AFFORD_ROOT/.ros}"
 export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+# DDS discovery stays on this machine unless you say otherwise: the sim graph, the CLI and the
+# tests need no other host, and a graph should not be open to whatever network it sits on. On
+# the lab's robot PC, to see the graph from another machine (RViz, Foxglove), set
+# ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET and a ROS_DOMAIN_ID of the lab's before sourcing this.
+export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}"
 # Generated message classes check field types only when asked; ask, so a wrong type fails
 # where it is set rather than arriving as garbage on the other side.
 export ROS_PYTHON_CHECK_FIELDS="${ROS_PYTHON_CHECK_FIELDS:-1}"

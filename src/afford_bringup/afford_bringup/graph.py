@@ -140,12 +140,17 @@ class GraphSpec:
         description: One line on what the graph is for.
         nodes: Its nodes, in start order (worlds and drivers first).
         launch_arguments: Overrides offered by the launch file.
+        discovery: ``ROS_AUTOMATIC_DISCOVERY_RANGE`` its nodes get from ``afford bringup`` when
+            the caller's environment does not set one ("" leaves DDS's default). The simulated
+            FR3 needs no other machine: ``LOCALHOST``, so a sim graph is never open to the
+            network it happens to sit on.
     """
 
     name: str
     description: str
     nodes: tuple[NodeSpec, ...]
     launch_arguments: tuple[LaunchArgument, ...] = field(default_factory=tuple)
+    discovery: str = ""
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -324,6 +329,7 @@ GRAPHS: dict[str, GraphSpec] = {
                     "auto_approve", "task_server", "auto_approve", "approve trials automatically (sim only)"
                 ),
             ),
+            discovery="LOCALHOST",
         ),
         GraphSpec(
             name="fr3_real",

@@ -222,8 +222,15 @@ class GraphRunner:
         """Ask for a graph shutdown (signal handler); a second request skips to the next signal."""
         self._stops += 1
 
-    def _start(self, node: NodeSpec, cmd: list[str]) -> _Running:
+    def environment(self) -> dict[str, str]:
+        """The environment every node starts with (the caller's, plus the graph's defaults)."""
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if self.graph.discovery and not env.get("ROS_AUTOMATIC_DISCOVERY_RANGE"):
+            env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = self.graph.discovery
+        return env
+
+    def _start(self, node: NodeSpec, cmd: list[str]) -> _Running:
+        env = self.environment()
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -273,6 +280,9 @@ class GraphRunner:
         if missing:
             self._say(f"error: node modules not found: {', '.join(missing)}")
             return 1
+        env = self.environment()
+        where = env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") or "DDS default (subnet)"
+        self._say(f"ROS_DOMAIN_ID {env.get('ROS_DOMAIN_ID') or '0 (default)'}, discovery {where}")
         _become_subreaper()
         handlers = self._install_handlers()
         failed: str | None = None

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from afford_bringup.graph import GRAPHS, config_dir
-from afford_bringup.launcher import _proc_stat, parse_sets
+from afford_bringup.launcher import Launcher, _proc_stat, parse_sets
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "_launcher_fixture_graph.py"
@@ -171,6 +171,21 @@ def test_set_refuses_parameters_the_graph_fixes_and_unknown_nodes() -> None:
         parse_sets(["planer.gate=false"], GRAPHS["fr3_sim"])
     with pytest.raises(ValueError, match="NODE.PARAM=VALUE"):
         parse_sets(["gate=false"], GRAPHS["fr3_sim"])
-    assert parse_sets(
-        ["planner.plan_top_k=3", "sim_world.task=hang-mug-v1"], GRAPHS["fr3_sim"]
-    ) == {"planner": {"plan_top_k": 3}, "sim_world": {"task": "hang-mug-v1"}}
+    assert parse_sets(["planner.plan_top_k=3", "sim_world.task=hang-mug-v1"], GRAPHS["fr3_sim"]) == {
+        "planner": {"plan_top_k": 3},
+        "sim_world": {"task": "hang-mug-v1"},
+    }
+
+
+def test_the_sim_graph_discovers_on_localhost_only_unless_the_caller_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A simulated FR3 needs no other machine: its nodes get ROS_AUTOMATIC_DISCOVERY_RANGE
+    LOCALHOST, so the sim graph is not open to the network it sits on; a caller who sets a
+    range (a lab showing the graph in RViz on another machine) keeps it; the real graph
+    leaves the caller's setting alone."""
+    monkeypatch.delenv("ROS_AUTOMATIC_DISCOVERY_RANGE", raising=False)
+    assert Launcher(GRAPHS["fr3_sim"]).environment()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    assert "ROS_AUTOMATIC_DISCOVERY_RANGE" not in Launcher(GRAPHS["fr3_real"]).environment()
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
+    assert Launcher(GRAPHS["fr3_sim"]).environment()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET"

@@ -651,6 +651,26 @@ def test_link_lost_mid_motion_is_reported_reconnected_and_needs_recovery(
     assert after.success, after.message
 
 
+def test_link_lost_while_idle_comes_back_by_itself(graph: Graph, sim_server: subprocess.Popen[str]) -> None:
+    """The robot silent past libfranka's timeout while nothing moves (a simulator rebuilding a
+    scene on a busy machine): a 'communication' fault without needs_recovery, a new connection
+    by itself, /joint_states back, and the next motion runs with no operator action."""
+    at_rest_time(graph, time.monotonic())
+    n_err = len(graph.errors_since(0))
+    with graph.lock:
+        graph.states.clear()
+    os.kill(sim_server.pid, signal.SIGUSR2)
+    end = time.monotonic() + 20.0
+    while time.monotonic() < end and not any(e.kind == "communication" for e in graph.errors_since(n_err)):
+        time.sleep(0.05)
+    lost = [e for e in graph.errors_since(n_err) if e.kind == "communication"]
+    assert lost and not any(e.needs_recovery for e in lost), [(e.kind, e.message) for e in lost]
+    q1 = graph.q(timeout=20.0)  # fresh states again
+    times, qs = ramp(q1, np.array([0.05, 0, 0, 0, 0, 0, 0]), 1.0)
+    after = graph.wait(graph.send(times, qs).get_result_async(), 15.0).result
+    assert after.success, after.message
+
+
 def test_gripper_commands_checked_and_run(graph: Graph) -> None:
     """Open and grasp reach the hand; a grasp with no expected width that closes on nothing is
     a failure (a skill must not lift thin air); a force beyond the hand's 70 N is refused, never

@@ -119,7 +119,10 @@ class FrankyDriver(Driver):
         renewed = ""
         try:
             self.client.read_state()
+            lost = False
         except Exception:  # noqa: BLE001 - a lost link: libfranka's Robot object is dead for good
+            lost = True
+        if lost:  # outside the except block, whose traceback holds the dead connection
             self.reconnect()
             renewed = "reconnected; "
         ok = self.client.recover()

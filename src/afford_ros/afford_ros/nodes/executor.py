@@ -65,6 +65,7 @@ from afford_planner.robot_model import RobotModel
 from afford_planner.safety import SafetyChecker, SafetyConfig
 from afford_ros import contract
 from afford_ros.drivers import DRIVERS, Driver, MotionState
+from afford_ros.drivers.base import ArmReading
 from afford_ros.nodes.spin import run_node
 from afford_ros.params import declare_config, read_config
 from afford_ros.qos import qos_profile
@@ -283,12 +284,17 @@ class ExecutorNode(Node):
     def _publish_state(self) -> None:
         with self._lock:
             generation = self._recovery_generation
+        s: ArmReading | None
         try:
             s = self.driver.read()
         except Exception as exc:  # noqa: BLE001 - any failure to read the robot is a communication fault
             if not self._comm_fault:
                 self._comm_fault = True
                 self._report("communication", f"cannot read the robot state: {exc}")
+            s = None
+        if s is None:
+            # Outside the except block: its traceback holds the dead connection's objects, and
+            # the robot (or franky-sim) takes a new client only once the old one's socket closes.
             self._reconnect()
             return
         if self._comm_fault:
@@ -335,9 +341,12 @@ class ExecutorNode(Node):
             with self._start_lock:
                 try:
                     self.driver.read()
-                    return  # renewed meanwhile (a recovery does it too)
+                    lost = False  # renewed meanwhile (a recovery does it too)
                 except Exception:  # noqa: BLE001 - still lost
-                    self.driver.reconnect()
+                    lost = True
+                if not lost:
+                    return
+                self.driver.reconnect()
         except Exception as exc:  # noqa: BLE001 - still unreachable: try again later
             self.get_logger().warning(f"reconnecting to the robot failed: {exc}", throttle_duration_sec=10.0)
             return
