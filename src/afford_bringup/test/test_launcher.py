@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from afford_bringup.graph import GRAPHS, config_dir
-from afford_bringup.launcher import Launcher, _proc_stat, parse_sets
+from afford_bringup.launcher import GraphRunner, _proc_stat, parse_sets
 
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE / "_launcher_fixture_graph.py"
@@ -185,7 +185,7 @@ def test_the_sim_graph_discovers_on_localhost_only_unless_the_caller_says(
     range (a lab showing the graph in RViz on another machine) keeps it; the real graph
     leaves the caller's setting alone."""
     monkeypatch.delenv("ROS_AUTOMATIC_DISCOVERY_RANGE", raising=False)
-    assert Launcher(GRAPHS["fr3_sim"]).environment()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
-    assert "ROS_AUTOMATIC_DISCOVERY_RANGE" not in Launcher(GRAPHS["fr3_real"]).environment()
+    assert GraphRunner(GRAPHS["fr3_sim"]).environment()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+    assert "ROS_AUTOMATIC_DISCOVERY_RANGE" not in GraphRunner(GRAPHS["fr3_real"]).environment()
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
-    assert Launcher(GRAPHS["fr3_sim"]).environment()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET"
+    assert GraphRunner(GRAPHS["fr3_sim"]).environment()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET"

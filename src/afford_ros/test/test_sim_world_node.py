@@ -15,13 +15,14 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import PoseStamped  # noqa: E402
 from rclpy.node import Node  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
-from afford_interfaces.srv import ResetScene  # noqa: E402
+from afford_interfaces.srv import InjectFault, ResetScene  # noqa: E402
 from afford_ros import contract  # noqa: E402
 from afford_ros.nodes.convert import msg_to_image  # noqa: E402
 from afford_ros.qos import qos_profile  # noqa: E402
@@ -33,6 +34,7 @@ TYPES = {
     "sensor_msgs/msg/CameraInfo": CameraInfo,
     "geometry_msgs/msg/PoseStamped": PoseStamped,
     "std_msgs/msg/String": String,
+    "diagnostic_msgs/msg/DiagnosticArray": DiagnosticArray,
 }
 
 
@@ -144,6 +146,40 @@ def test_topics_follow_the_contract(probe: Node, node_proc: subprocess.Popen[byt
     assert info.k[0] > 0 and info.width == 320 and info.k[2] == pytest.approx(159.5)
     ext = got["/camera/extrinsics"][-1].pose.position
     assert (ext.x, ext.z) == pytest.approx((1.2, 0.9), abs=1e-6)
+
+
+def _loop_statuses(got: dict[str, list[Any]]) -> list[Any]:
+    return [s for m in got.get("/diagnostics", []) for s in m.status if s.name == contract.SIM_LOOP_STATUS]
+
+
+def test_a_stalled_loop_is_reported_on_diagnostics(probe: Node) -> None:
+    """Once a second the simulator says how it kept real time; a stall (injected here, as a
+    starved machine would cause) is an ERROR status that names it, with the measured values a
+    monitor or the task server reads."""
+    fine = _loop_statuses(_collect(probe, 20.0, until=lambda g: len(_loop_statuses(g)) >= 1))
+    assert fine, "no loop status on /diagnostics"
+    keys = {kv.key for kv in fine[-1].values}
+    assert keys >= {"realtime_factor", "deadline_misses", "worst_gap_s", "dropped_s", "loop_nice"}
+    refused = _call(
+        probe, InjectFault, "/sim_world/inject_fault", InjectFault.Request(kind="reflex", seconds=1.0)
+    )
+    assert not refused.success and "unknown fault" in refused.message
+    refused = _call(
+        probe, InjectFault, "/sim_world/inject_fault", InjectFault.Request(kind="stall", seconds=-1.0)
+    )
+    assert not refused.success
+    ok = _call(probe, InjectFault, "/sim_world/inject_fault", InjectFault.Request(kind="stall", seconds=0.8))
+    assert ok.success, ok.message
+
+    def stalled(g: dict[str, list[Any]]) -> bool:
+        return any(s.level == DiagnosticStatus.ERROR for s in _loop_statuses(g))
+
+    got = _loop_statuses(_collect(probe, 20.0, until=stalled))
+    errors = [s for s in got if s.level == DiagnosticStatus.ERROR]
+    assert errors, [(s.level, s.message) for s in got]
+    assert errors[0].message.startswith("the simulation fell behind real time: the loop stalled for")
+    gap = max(float({kv.key: kv.value for kv in s.values}["worst_gap_s"]) for s in errors)
+    assert gap >= 0.5, gap  # the window that saw it reports at least the part it saw
 
 
 def test_reset_and_evaluate(probe: Node) -> None:
