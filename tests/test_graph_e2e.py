@@ -278,33 +278,6 @@ def test_a_trial_waits_for_the_operator_and_an_abort_moves_nothing(graph) -> Non
     assert np.max(np.abs(monitor.q - before)) < 1e-3
 
 
-def test_losing_the_camera_mid_trial_stops_the_arm_and_aborts(graph) -> None:
-    """A camera that dies while the arm moves must stop the trial: the arm never acts on a scene
-    it can no longer see. The sim world's render process is killed while the skill runs."""
-    sim_world = [p for p in _descendants(graph["proc"].pid) if "nodes.sim_world" in _cmdline(p)]
-    assert sim_world, "no sim_world process"
-    renderers = [p for p in _descendants(sim_world[0]) if _alive(p)]
-    assert renderers, "sim_world has no render process"
-    box: dict = {}
-
-    def run() -> None:
-        box["out"] = _task("pick up the mug", seed=3)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    monitor = graph["monitor"]
-    end = time.monotonic() + 120
-    before = dict(monitor.counts)
-    while time.monotonic() < end and monitor.counts["/afford/trajectory"] == before["/afford/trajectory"]:
-        time.sleep(0.05)
-    for pid in renderers:
-        os.kill(pid, signal.SIGKILL)
-    thread.join(timeout=120)
-    status, result, feedback = box["out"]
-    assert not result.success
-    assert "camera stream lost" in result.abstain_reason, result.abstain_reason
-
-
 def test_a_simulation_stall_mid_trial_is_explained_and_the_next_trial_works(graph) -> None:
     """A machine too busy to run the simulator (its loop silent past libfranka's 1 s timeout
     while the arm moves) ends the trial with that reason first, not a stale state to decode;
@@ -344,6 +317,33 @@ def test_a_simulation_stall_mid_trial_is_explained_and_the_next_trial_works(grap
     assert ok, message
     status, result, feedback = _task("pick up the mug", seed=3)
     assert result.success, f"{result.abstain_reason}\n{feedback}\n{_log(graph)}"
+
+
+def test_losing_the_camera_mid_trial_stops_the_arm_and_aborts(graph) -> None:
+    """A camera that dies while the arm moves must stop the trial: the arm never acts on a scene
+    it can no longer see. The sim world's render process is killed while the skill runs."""
+    sim_world = [p for p in _descendants(graph["proc"].pid) if "nodes.sim_world" in _cmdline(p)]
+    assert sim_world, "no sim_world process"
+    renderers = [p for p in _descendants(sim_world[0]) if _alive(p)]
+    assert renderers, "sim_world has no render process"
+    box: dict = {}
+
+    def run() -> None:
+        box["out"] = _task("pick up the mug", seed=3)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    monitor = graph["monitor"]
+    end = time.monotonic() + 120
+    before = dict(monitor.counts)
+    while time.monotonic() < end and monitor.counts["/afford/trajectory"] == before["/afford/trajectory"]:
+        time.sleep(0.05)
+    for pid in renderers:
+        os.kill(pid, signal.SIGKILL)
+    thread.join(timeout=120)
+    status, result, feedback = box["out"]
+    assert not result.success
+    assert "camera stream lost" in result.abstain_reason, result.abstain_reason
 
 
 def _cmdline(pid: int) -> str:

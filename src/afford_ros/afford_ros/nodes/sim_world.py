@@ -201,7 +201,8 @@ class SimWorldNode(Node):
     # Scene ---------------------------------------------------------------------------------
 
     def _announce(self, info: SceneInfo) -> None:
-        self.render.set_scene(info.generation, info.xml, info.camera.name, info.objects)
+        if self.render.alive():  # a dead camera stays dead (main() said so); the robot goes on
+            self.render.set_scene(info.generation, info.xml, info.camera.name, info.objects)
         if self.pub_objects is not None:
             self.pub_objects.publish(String(data="\n".join(info.objects)))
 
