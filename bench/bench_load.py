@@ -31,28 +31,18 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench_run_task import Clock  # run as `python bench/bench_load.py`: bench/ is on the path
+
 TRIALS = ("put the banana on the plate@1", "hang the mug on the rack@0", "pick up the mug@3")
 BURN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
 
 
-class Clock:
-    """A file-like sink for ``run_task``'s feedback lines that timestamps each stage."""
-
-    def __init__(self) -> None:
-        self.marks: list[tuple[float, str]] = []
-
-    def write(self, text: str) -> None:
-        if text.startswith("["):
-            self.marks.append((time.perf_counter(), text[1:].split("]")[0]))
-
-    def flush(self) -> None:
-        pass
-
-    def stage_time(self, stage: str) -> float | None:
-        for (t, name), (t_next, _) in zip(self.marks, self.marks[1:], strict=False):
-            if name == stage:
-                return t_next - t
-        return None
+def stage_time(clock: Clock, stage: str) -> float | None:
+    """Seconds from the feedback of ``stage`` to the next stage's (None if it never came)."""
+    for (t, name), (t_next, _) in zip(clock.marks, clock.marks[1:], strict=False):
+        if name == stage:
+            return t_next - t
+    return None
 
 
 class Diagnostics:
@@ -186,7 +176,7 @@ def run_phase(name: str, trials: list[tuple[str, int]], diag: Diagnostics) -> Ph
         else:
             outcome = result.abstain_reason or "unknown"
         phase.outcomes.append(outcome)
-        took = clock.stage_time("perceive")
+        took = stage_time(clock, "perceive")
         if took is not None:
             phase.perception.append(took)
         print(

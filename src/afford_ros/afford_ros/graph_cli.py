@@ -110,42 +110,43 @@ def run_task(
         session.close()
 
 
+def _call(session_name: str, srv_type: Any, name: str, request: Any, server: str, timeout: float) -> Any:
+    """Call one service of the graph from a session of its own; returns the response, or a
+    string saying why there is none."""
+    session = _Session(session_name)
+    try:
+        client: Any = session.node.create_client(srv_type, name)
+        if not client.wait_for_service(timeout_sec=timeout):
+            return f"no {server} on {name}: is the graph up?"
+        future = client.call_async(request)
+        session.wait(future, timeout)
+        res = future.result()
+        return f"the {server} did not answer" if res is None else res
+    finally:
+        session.close()
+
+
 def approve_trial(approve: bool, reason: str = "", timeout: float = 10.0) -> tuple[bool, str]:
     """Answer the trial waiting for approval; returns (accepted, message)."""
     from afford_interfaces.srv import ApproveTrial
 
-    session = _Session("afford_trial_cli")
-    try:
-        client: Any = session.node.create_client(ApproveTrial, "/task_server/approve")
-        if not client.wait_for_service(timeout_sec=timeout):
-            return False, "no task server on /task_server/approve: is the graph up?"
-        future = client.call_async(ApproveTrial.Request(approve=approve, reason=reason))
-        session.wait(future, timeout)
-        res = future.result()
-        if res is None:
-            return False, "the task server did not answer"
-        return bool(res.accepted), str(res.message)
-    finally:
-        session.close()
+    res = _call(
+        "afford_trial_cli",
+        ApproveTrial,
+        "/task_server/approve",
+        ApproveTrial.Request(approve=approve, reason=reason),
+        "task server",
+        timeout,
+    )
+    return (False, res) if isinstance(res, str) else (bool(res.accepted), str(res.message))
 
 
 def recover_robot(timeout: float = 10.0) -> tuple[bool, str]:
     """Call the executor's ``/executor/recover`` (an operator's action); returns (ok, message)."""
     from std_srvs.srv import Trigger
 
-    session = _Session("afford_robot_cli")
-    try:
-        client: Any = session.node.create_client(Trigger, "/executor/recover")
-        if not client.wait_for_service(timeout_sec=timeout):
-            return False, "no executor on /executor/recover: is the graph up?"
-        future = client.call_async(Trigger.Request())
-        session.wait(future, timeout)
-        res = future.result()
-        if res is None:
-            return False, "the executor did not answer"
-        return bool(res.success), str(res.message)
-    finally:
-        session.close()
+    res = _call("afford_robot_cli", Trigger, "/executor/recover", Trigger.Request(), "executor", timeout)
+    return (False, res) if isinstance(res, str) else (bool(res.success), str(res.message))
 
 
 def _cmd_task(args: argparse.Namespace) -> int:
