@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench_run_task import Clock  # run as `python bench/bench_load.py`: bench/ is on the path
+from bench_run_task import Clock, start_graph  # run as `python bench/bench_load.py`: bench/ is on the path
 
 TRIALS = ("put the banana on the plate@1", "hang the mug on the rack@0", "pick up the mug@3")
 BURN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
@@ -142,24 +142,6 @@ class Phase:
         )
 
 
-def _start_graph(host: str, log: Any) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "afford_bringup.launcher",
-            "fr3_sim",
-            "--set",
-            f"sim_world.hostname={host}",
-            "--set",
-            f"executor.robot_ip={host}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
 def run_phase(name: str, trials: list[tuple[str, int]], diag: Diagnostics) -> Phase:
     from afford_ros.graph_cli import recover_robot, run_task
 
@@ -206,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 60))
     host = f"127.0.{os.getpid() % 200 + 30}.9"
     log = open(args.log, "w")  # noqa: SIM115 - the graph writes to it until it ends
-    graph = _start_graph(host, log)
+    graph = start_graph(host, log)
     diag = Diagnostics()
     burners: list[subprocess.Popen[bytes]] = []
     phases = []

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from typing import Any
 
 SENTENCES = ("put the banana on the plate", "hang the mug on the rack")
 
@@ -38,16 +39,10 @@ class Clock:
         pass
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument("--sentences", nargs="+", default=list(SENTENCES))
-    ap.add_argument("--out", default=None, help="write the Markdown table here too")
-    args = ap.parse_args(argv)
-
-    os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 60))
-    host = f"127.0.{os.getpid() % 200 + 30}.7"
-    graph = subprocess.Popen(
+def start_graph(host: str, log: Any) -> subprocess.Popen[bytes]:
+    """``afford bringup fr3_sim`` with franky-sim on ``host``, in a session of its own (stop it
+    with ``os.killpg``), its output (stdout and stderr) to ``log``."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -58,10 +53,22 @@ def main(argv: list[str] | None = None) -> int:
             "--set",
             f"executor.robot_ip={host}",
         ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--sentences", nargs="+", default=list(SENTENCES))
+    ap.add_argument("--out", default=None, help="write the Markdown table here too")
+    args = ap.parse_args(argv)
+
+    os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 60))
+    host = f"127.0.{os.getpid() % 200 + 30}.7"
+    graph = start_graph(host, subprocess.DEVNULL)
     from afford_pipeline.spine import SpineConfig, run_sentence
     from afford_ros.graph_cli import run_task
 

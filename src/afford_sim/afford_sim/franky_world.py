@@ -505,6 +505,14 @@ class LoopTiming:
         return self.steps * SIM_TIMESTEP / self.wall if self.wall > 0 else 0.0
 
     @property
+    def severe(self) -> bool:
+        """Fell behind far enough for the robot's link to be at risk: a silence of half
+        libfranka's timeout, or under half the target factor over a window long enough to say."""
+        return self.worst_gap >= LIBFRANKA_UDP_TIMEOUT / 2 or (
+            self.wall > 0.5 and self.realtime_factor < 0.5 * self.target_factor
+        )
+
+    @property
     def behind(self) -> str:
         """Why the simulation fell behind in this reading, in words; "" when it kept up (ran at
         80% of its target factor or better, with no gap a client notices, 0.2 s)."""

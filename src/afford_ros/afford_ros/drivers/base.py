@@ -107,9 +107,11 @@ class Driver(ABC):
         """The robot's error recovery (an operator's explicit action); (success, message)."""
         return True, "recovered"
 
-    def reconnect(self) -> None:  # noqa: B027 - a driver without a connection has nothing to renew
-        """Drop a connection the robot has lost and make a new one (raises while it cannot).
-        Only the state stream comes back; nothing moves."""
+    def reconnect_if_lost(self) -> bool:
+        """When the robot's connection is lost, drop it and make a new one; True when it did
+        (raises while the robot cannot be reached). Only the state stream comes back; nothing
+        moves. A driver without a connection of its own has nothing to renew."""
+        return False
 
     def close(self) -> None:
         """Stop and let go of the robot (the node is shutting down)."""

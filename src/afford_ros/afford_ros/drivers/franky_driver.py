@@ -116,24 +116,23 @@ class FrankyDriver(Driver):
 
     def recover(self) -> tuple[bool, str]:
         self._goal = None
-        renewed = ""
-        try:
-            self.client.read_state()
-            lost = False
-        except Exception:  # noqa: BLE001 - a lost link: libfranka's Robot object is dead for good
-            lost = True
-        if lost:  # outside the except block, whose traceback holds the dead connection
-            self.reconnect()
-            renewed = "reconnected; "
+        renewed = "reconnected; " if self.reconnect_if_lost() else ""
         ok = self.client.recover()
         return ok, renewed + ("recovered" if ok else "the robot refused automatic error recovery")
 
-    def reconnect(self) -> None:
+    def reconnect_if_lost(self) -> bool:
         """libfranka gives a connection up for good after a communication fault (a UDP receive
-        timeout mid-motion: every later call raises "Net Exception"); a new one is made in its
-        place (franky-sim, like the robot, takes one client at a time: the old one goes first)."""
+        timeout: every later call raises "Net Exception"); a new one is made in its place
+        (franky-sim, like the robot, takes one client at a time: the old one goes first)."""
+        try:
+            self.client.read_state()
+            return False
+        except Exception:  # noqa: BLE001 - a lost link: libfranka's Robot object is dead for good
+            pass
+        # Outside the except block, whose traceback holds the dead connection.
         self._goal = None
         self.client.reconnect()
+        return True
 
     def close(self) -> None:
         if self.client.connected:

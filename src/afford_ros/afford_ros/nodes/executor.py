@@ -339,16 +339,11 @@ class ExecutorNode(Node):
             latched = self._needs_recovery
         try:
             with self._start_lock:
-                try:
-                    self.driver.read()
-                    lost = False  # renewed meanwhile (a recovery does it too)
-                except Exception:  # noqa: BLE001 - still lost
-                    lost = True
-                if not lost:
-                    return
-                self.driver.reconnect()
+                renewed = self.driver.reconnect_if_lost()  # not when a recovery renewed it meanwhile
         except Exception as exc:  # noqa: BLE001 - still unreachable: try again later
             self.get_logger().warning(f"reconnecting to the robot failed: {exc}", throttle_duration_sec=10.0)
+            return
+        if not renewed:
             return
         held = "; motions stay refused until /executor/recover" if latched else ""
         self.get_logger().info(f"reconnected to the robot{held}")

@@ -55,7 +55,6 @@ from afford_ros.nodes.convert import (
 from afford_ros.nodes.spin import clean_shutdown
 from afford_ros.qos import qos_profile
 from afford_sim.franky_world import (
-    LIBFRANKA_UDP_TIMEOUT,
     FrankyWorld,
     FrankyWorldConfig,
     LoopTiming,
@@ -77,10 +76,11 @@ T_DIAGNOSTICS = "/diagnostics"
 def loop_status(window: LoopTiming, hardware_id: str, nice: int) -> DiagnosticStatus:
     """The ``/diagnostics`` status of one window of the simulation loop (module docstring)."""
     behind = window.behind
-    severe = window.worst_gap >= LIBFRANKA_UDP_TIMEOUT / 2 or (
-        window.wall > 0.5 and window.realtime_factor < 0.5 * window.target_factor
-    )
-    level = DiagnosticStatus.ERROR if severe else DiagnosticStatus.WARN if behind else DiagnosticStatus.OK
+    level = DiagnosticStatus.OK
+    if window.severe:
+        level = DiagnosticStatus.ERROR
+    elif behind:
+        level = DiagnosticStatus.WARN
     values = {
         "realtime_factor": f"{window.realtime_factor:.3f}",
         "target_factor": f"{window.target_factor:.3f}",
