@@ -319,6 +319,290 @@ def test_a_simulation_stall_mid_trial_is_explained_and_the_next_trial_works(grap
     assert result.success, f"{result.abstain_reason}\n{feedback}\n{_log(graph)}"
 
 
+def _during_motion(graph: dict, sentence: str, seed: int) -> tuple[threading.Thread, dict]:
+    """Start a trial in a thread; returns once the planner has published its trajectory (the
+    arm is about to move) and 0.3 s more."""
+    monitor = graph["monitor"]
+    box: dict = {}
+    thread = threading.Thread(target=lambda: box.setdefault("out", _task(sentence, seed=seed)))
+    before = monitor.counts["/afford/trajectory"]
+    thread.start()
+    end = time.monotonic() + 120
+    while time.monotonic() < end and monitor.counts["/afford/trajectory"] == before:
+        time.sleep(0.05)
+    assert monitor.counts["/afford/trajectory"] > before, "the trial never reached a motion\n" + _log(graph)
+    time.sleep(0.3)
+    return thread, box
+
+
+def _inject(graph: dict, kind: str, seconds: float = 0.0) -> Any:
+    from afford_interfaces.srv import InjectFault
+
+    client: Any = graph["monitor"].node.create_client(InjectFault, "/sim_world/inject_fault")
+    assert client.wait_for_service(timeout_sec=10.0)
+    answer = client.call_async(InjectFault.Request(kind=kind, seconds=seconds))
+    end = time.monotonic() + 10
+    while not answer.done() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert answer.done(), f"no answer from /sim_world/inject_fault ({kind})"
+    return answer.result()
+
+
+def test_a_reflex_mid_trial_stops_it_and_waits_for_the_operators_recovery(graph) -> None:
+    """franky-sim's robot raises a reflex (as after a collision) while the arm moves: the trial
+    ends naming the reflex, the arm holds, no trial moves the arm until the operator's
+    `afford robot recover`, and the trial after that succeeds, without restarting the graph."""
+    from afford_ros.graph_cli import recover_robot
+
+    monitor = graph["monitor"]
+    thread, box = _during_motion(graph, "pick up the mug", 3)
+    answer = _inject(graph, "reflex")
+    assert answer.success, answer.message
+    thread.join(timeout=120)
+    status, result, feedback = box["out"]
+    assert not result.success
+    assert "reflex" in result.abstain_reason, result.abstain_reason
+    assert "stale robot state" not in result.abstain_reason
+    assert any(e.startswith("reflex:") for e in monitor.errors), monitor.errors
+    _at_rest(monitor, timeout=30.0)
+
+    status, refused, _ = _task("pick up the mug", seed=3)
+    assert not refused.success and "/executor/recover" in refused.abstain_reason, refused.abstain_reason
+    assert "reflex" in refused.abstain_reason, refused.abstain_reason
+    # The refused trial reset the scene (the arm to the scene's start) and moved nothing else.
+    ok, message = recover_robot()
+    assert ok, message
+    status, result, feedback = _task("pick up the mug", seed=3)
+    assert result.success, f"{result.abstain_reason}\n{feedback}\n{_log(graph)}"
+
+
+def _pid_of(graph: dict, node: str) -> int:
+    pids = [p for p in _descendants(graph["proc"].pid) if f"nodes.{node}" in _cmdline(p) and _alive(p)]
+    assert len(pids) == 1, (node, pids)
+    return pids[0]
+
+
+def _servers(monitor: Monitor, service: str) -> set[bytes]:
+    infos = monitor.node.get_subscriptions_info_by_topic(f"rq{service}Request", no_mangle=True)
+    return {bytes(i.endpoint_gid) for i in infos}
+
+
+def _wait_new_server(monitor: Monitor, service: str, old: set[bytes], timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and not (_servers(monitor, service) - old):
+        time.sleep(0.2)
+    assert _servers(monitor, service) - old, f"no new server on {service} after {timeout:.0f} s"
+
+
+def test_the_planner_or_perception_killed_is_reported_restarted_and_the_next_trial_works(graph) -> None:
+    """The planner killed while it runs the skill (out of memory, a crash): the trial ends
+    saying so and the arm stops; the launcher restarts it. Perception killed between trials
+    comes back the same way. The next trial succeeds without restarting the graph."""
+    monitor = graph["monitor"]
+    planner = _pid_of(graph, "planner")
+    old_planner = _servers(monitor, "/planner/plan_grasp")
+    old_perception = _servers(monitor, "/perception/perceive")
+    thread, box = _during_motion(graph, "pick up the mug", 3)
+    os.kill(planner, signal.SIGKILL)
+    thread.join(timeout=120)
+    assert not thread.is_alive(), "the trial went on waiting for a dead planner"
+    status, result, feedback = box["out"]
+    assert not result.success
+    reason = result.abstain_reason
+    assert reason.startswith("the planner (which runs the skill) "), reason
+    assert ("was restarted while it worked" in reason or "went away" in reason) and "arm stopped" in reason
+    _at_rest(monitor, timeout=30.0)
+
+    os.kill(_pid_of(graph, "perception"), signal.SIGKILL)
+    _wait_new_server(monitor, "/planner/plan_grasp", old_planner)
+    _wait_new_server(monitor, "/perception/perceive", old_perception)
+    assert graph["proc"].poll() is None, "the graph stopped:\n" + _log(graph)
+    status, result, feedback = _task("pick up the mug", seed=3)
+    assert result.success, f"{result.abstain_reason}\n{feedback}\n{_log(graph)}"
+    log = graph["log"].read_text()
+    for name in ("planner", "perception"):
+        assert f"{name} exited with code -9; restarting" in log, name
+
+
+def _answer(monitor: Monitor, srv_type: Any, name: str, request: Any, timeout: float = 60.0) -> Any:
+    client: Any = monitor.node.create_client(srv_type, name)
+    try:
+        assert client.wait_for_service(timeout_sec=10.0), f"no {name}"
+        future = client.call_async(request)
+        end = time.monotonic() + timeout
+        while not future.done() and time.monotonic() < end:
+            time.sleep(0.02)
+        assert future.done(), f"{name} did not answer {request!r:.200}"
+        return future.result()
+    finally:
+        monitor.node.destroy_client(client)
+
+
+def test_bad_input_from_anywhere_on_the_graph_is_refused_and_nothing_moves(graph) -> None:
+    """The worst of what the message fuzzing (src/afford_ros/test/test_message_fuzz.py) found
+    to matter, sent over DDS to the live nodes: non-finite, stale, future-stamped, wrongly framed,
+    unreadable or huge inputs on every topic and service the graph takes. Each service answers
+    with a refusal and its reason; no node crashes; no trajectory is published; the arm does not
+    move; and perception still works on the real camera afterwards (a forged frame stamped in
+    the future would otherwise be taken as the newest frame until its stamp passed)."""
+    from geometry_msgs.msg import Pose, PoseStamped
+    from rclpy.action import ActionClient
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import Header
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    from afford_interfaces.action import FollowTrajectory
+    from afford_interfaces.msg import Intent
+    from afford_interfaces.srv import ApproveTrial, Gripper, InjectFault, Perceive, PlanGrasp, ResetScene
+    from afford_ros.nodes.clouds import to_cloud
+    from afford_ros.nodes.convert import image_to_msg
+    from afford_ros.qos import qos_profile
+
+    monitor = graph["monitor"]
+    node = monitor.node
+    pids = {n: _pid_of(graph, n) for n in ("sim_world", "perception", "planner", "executor", "task_server")}
+    before = _at_rest(monitor)
+    planned = monitor.counts["/afford/trajectory"]
+    now = node.get_clock().now()
+    from rclpy.duration import Duration
+
+    stamp, later, earlier = now.to_msg(), (now + Duration(seconds=100)).to_msg(), Header().stamp
+    joints = list(contract.ARM_JOINTS)
+
+    def chunk(q: list[float], names: list[str] = joints, when: Any = stamp, n: int = 1) -> JointTrajectory:
+        pts = [
+            JointTrajectoryPoint(positions=q, time_from_start=Duration(seconds=0.1 * (i + 1)).to_msg())
+            for i in range(n)
+        ]
+        header = Header(stamp=when, frame_id=contract.BASE_FRAME)
+        return JointTrajectory(header=header, joint_names=names, points=pts)
+
+    nan, huge = float("nan"), 1e9
+    q0 = [float(v) for v in before]
+    bad_motions = [
+        chunk([nan] * 7),
+        chunk([float("inf")] * 7),
+        chunk([huge] * 7),
+        chunk(q0, names=["joint_a"] * 7),
+        chunk(q0[:3]),
+        chunk(q0, when=earlier),  # unstamped
+        chunk(q0, when=(now - Duration(seconds=30)).to_msg()),  # stale
+        chunk(q0, when=later),  # stamped in the future
+        chunk([q + 0.5 for q in q0], n=5000),
+    ]
+    # Topics: a policy's joint targets, and forged camera frames (one stamped 100 s ahead).
+    targets = node.create_publisher(JointTrajectory, "/executor/joint_targets", qos_profile("reliable"))
+    depth = node.create_publisher(Image, "/camera/aligned_depth_to_color/image_raw", qos_profile("sensor"))
+    extrinsics = node.create_publisher(PoseStamped, "/camera/extrinsics", qos_profile("reliable"))
+    flat = np.full((48, 64), 500, np.uint16)
+    forged = [
+        image_to_msg(flat, "16UC1", contract.CAMERA_FRAME, later),
+        image_to_msg(flat, "16UC1", "world", stamp),
+        image_to_msg(flat, "16UC1", contract.CAMERA_FRAME, stamp),
+    ]
+    forged[2].encoding = "bogus"
+    short = image_to_msg(flat, "16UC1", contract.CAMERA_FRAME, stamp)
+    short.data = short.data[:10]
+    forged.append(short)
+    time.sleep(1.0)  # discovery of the new publishers
+    for msg in bad_motions:
+        targets.publish(msg)
+    for _ in range(3):
+        for msg in forged:
+            depth.publish(msg)
+        time.sleep(0.1)
+    extrinsics.publish(PoseStamped(header=Header(stamp=stamp, frame_id="world"), pose=Pose()))
+    nan_pose = Pose()
+    nan_pose.position.x = nan
+    extrinsics.publish(PoseStamped(header=Header(stamp=stamp, frame_id=contract.BASE_FRAME), pose=nan_pose))
+
+    # Services: each must answer, refusing with a reason.
+    base = Header(stamp=stamp, frame_id=contract.BASE_FRAME)
+    rng = np.random.default_rng(0)
+    cloud = rng.uniform(-0.1, 0.1, (200, 3)) + [0.5, 0.0, 0.1]
+    intent = Intent(text="pick up the mug", target="mug", grasp_region="handle", next_action="lift")
+    plans = [
+        PlanGrasp.Request(),
+        PlanGrasp.Request(intent=intent, target_cloud=to_cloud(np.full((100, 3), nan), base)),
+        PlanGrasp.Request(intent=intent, target_cloud=to_cloud(cloud, Header(stamp=stamp, frame_id="world"))),
+        PlanGrasp.Request(
+            intent=intent,
+            target_cloud=to_cloud(cloud, base),
+            obstacles=to_cloud(np.full((10, 3), float("inf")), base),
+        ),
+        PlanGrasp.Request(
+            intent=Intent(text="\u202e" * 50, target="m\u00fcg\u200b", grasp_region="", next_action="fly"),
+            target_cloud=to_cloud(rng.uniform(-1e6, 1e6, (200_000, 3)), base),
+        ),
+    ]
+    for req in plans:
+        res = _answer(monitor, PlanGrasp, "/planner/plan_grasp", req)
+        assert not res.success and res.reason, res.reason
+    many = Perceive.Request(sentence="pick up the " + "mug " * 5000)
+    long = _answer(monitor, Perceive, "/perception/perceive", many)
+    assert long.success or long.reason  # answered; perceiving moves nothing
+    odd = "\u202e\x1b[31m\U0001f4a5 ; rm -rf / ; move the arm to 0 0 0"
+    res = _answer(monitor, Perceive, "/perception/perceive", Perceive.Request(sentence=odd))
+    assert not res.success and res.reason, res.reason
+    for task_id in ("no-such-task-v1", "../../etc/passwd"):
+        req = ResetScene.Request(task_id=task_id)
+        res = _answer(monitor, ResetScene, "/sim_world/reset", req)
+        assert not res.success and res.message, res.message
+    for req in (
+        Gripper.Request(command="fly"),
+        Gripper.Request(command="open", width=nan),
+        Gripper.Request(command="grasp", width=0.02, force=-5.0),
+        Gripper.Request(command="grasp", width=0.02, force=huge),
+    ):
+        res = _answer(monitor, Gripper, "/executor/gripper", req)
+        assert not res.success and res.message, (req, res.message)
+    for req in (
+        InjectFault.Request(kind="meteor"),
+        InjectFault.Request(kind="stall", seconds=nan),
+        InjectFault.Request(kind="stall", seconds=-1.0),
+        InjectFault.Request(kind="stall", seconds=float("inf")),
+    ):
+        res = _answer(monitor, InjectFault, "/sim_world/inject_fault", req)
+        assert not res.success and res.message, (req, res.message)
+    res = _answer(monitor, ApproveTrial, "/task_server/approve", ApproveTrial.Request(approve=True))
+    assert not res.accepted and "operator's token" in res.message, res.message
+    # The executor's action: each goal refused (or run to a refusal) with a reason.
+    follow: Any = ActionClient(node, FollowTrajectory, "/executor/follow_trajectory")
+    try:
+        assert follow.wait_for_server(timeout_sec=10.0)
+        for traj in (JointTrajectory(), chunk([nan] * 7), chunk([huge] * 7), chunk(q0, names=["a"] * 7)):
+            sent = follow.send_goal_async(FollowTrajectory.Goal(trajectory=traj))
+            end = time.monotonic() + 30
+            while not sent.done() and time.monotonic() < end:
+                time.sleep(0.02)
+            handle = sent.result()
+            if handle.accepted:
+                got = handle.get_result_async()
+                while not got.done() and time.monotonic() < end:
+                    time.sleep(0.02)
+                assert got.done()
+                res = got.result().result
+                assert not res.success and res.message, res.message
+    finally:
+        follow.destroy()
+    node.destroy_publisher(targets)
+    node.destroy_publisher(depth)
+    node.destroy_publisher(extrinsics)
+
+    time.sleep(0.5)
+    assert {n: _pid_of(graph, n) for n in pids} == pids, "a node crashed (and was restarted)"
+    assert monitor.counts["/afford/trajectory"] == planned, "the planner published a trajectory"
+    assert np.max(np.abs(monitor.q - before)) < 1e-3, "the arm moved"
+    # Perception still takes the real camera's frames (the forged future frame was refused).
+    fresh = ResetScene.Request(task_id="pick-mug-v1", seed=3)
+    reset = _answer(monitor, ResetScene, "/sim_world/reset", fresh)
+    assert reset.success, reset.message
+    time.sleep(1.2)
+    seen = _answer(monitor, Perceive, "/perception/perceive", Perceive.Request(sentence="pick up the mug"))
+    assert seen.success, seen.reason
+    assert seen.target_cloud.width * seen.target_cloud.height > 100
+
+
 def test_losing_the_camera_mid_trial_stops_the_arm_and_aborts(graph) -> None:
     """A camera that dies while the arm moves must stop the trial: the arm never acts on a scene
     it can no longer see. The sim world's render process is killed while the skill runs."""

@@ -288,6 +288,7 @@ def _node(
     *,
     parameters: Mapping[str, ParamValue] | None = None,
     remappings: Sequence[tuple[str, str]] = (),
+    respawn: bool = False,
 ) -> NodeSpec:
     return NodeSpec(
         name=name,
@@ -297,10 +298,17 @@ def _node(
         parameter_files=(f"{graph}.yaml",),
         parameters=tuple((parameters or {}).items()),
         remappings=tuple(remappings),
+        required=not respawn,
+        respawn=respawn,
         description=description,
     )
 
 
+# Perception and the planner hold no robot and no trial of their own: when one exits (a crash,
+# out of memory, a kill) the launcher starts it again, the trial it was serving ends with that
+# reason at the task server, and the next trial finds it back. The others stop the graph: the
+# executor holds the robot's connection, the world and the camera are the scene, and the task
+# server holds the trial.
 _PERCEPTION = "segments objects, grounds the task's region, publishes clouds and masks"
 _PLANNER = "samples grasps in the region, gates and ranks them, plans the motion"
 _TASK_SERVER = "the RunTask action: stages, approval, stale-data checks"
@@ -315,8 +323,14 @@ GRAPHS: dict[str, GraphSpec] = {
                 _node(
                     "sim_world", "fr3_sim", "franky-sim with the task scene; camera topics and ground truth"
                 ),
-                _node("perception", "fr3_sim", _PERCEPTION, parameters={"segmentation": "ground_truth"}),
-                _node("planner", "fr3_sim", _PLANNER),
+                _node(
+                    "perception",
+                    "fr3_sim",
+                    _PERCEPTION,
+                    parameters={"segmentation": "ground_truth"},
+                    respawn=True,
+                ),
+                _node("planner", "fr3_sim", _PLANNER, respawn=True),
                 _node("executor", "fr3_sim", "franky client to the simulated FR3 on loopback"),
                 _node("task_server", "fr3_sim", _TASK_SERVER, parameters={"mode": "sim"}),
             ),
@@ -336,8 +350,8 @@ GRAPHS: dict[str, GraphSpec] = {
             description="The real FR3 through franky and a RealSense camera; trials wait for the operator.",
             nodes=(
                 _node("camera", "fr3_real", "RealSense RGB-D (live device or a recorded .bag)"),
-                _node("perception", "fr3_real", _PERCEPTION),
-                _node("planner", "fr3_real", _PLANNER),
+                _node("perception", "fr3_real", _PERCEPTION, respawn=True),
+                _node("planner", "fr3_real", _PLANNER, respawn=True),
                 _node("executor", "fr3_real", "franky client to the FR3 at robot_ip, limits enforced"),
                 # mode is fixed: no parameter file may enable automatic approval on the real arm.
                 _node(
@@ -357,8 +371,8 @@ GRAPHS: dict[str, GraphSpec] = {
             name="isaac_sim",
             description="Isaac Sim world (isaac/scene.py) publishing the contract through its ROS 2 bridge.",
             nodes=(
-                _node("perception", "isaac_sim", _PERCEPTION),
-                _node("planner", "isaac_sim", _PLANNER),
+                _node("perception", "isaac_sim", _PERCEPTION, respawn=True),
+                _node("planner", "isaac_sim", _PLANNER, respawn=True),
                 _node(
                     "executor",
                     "isaac_sim",

@@ -52,6 +52,10 @@ class LauncherConfig:
         poll_s: How often the launcher checks its processes.
         python: Interpreter that runs the nodes.
         config_dir: Folder of the parameter files; None: :func:`afford_bringup.graph.config_dir`.
+        min_uptime_s: A respawning node that exits sooner than this after its start failed to
+            start (a bad parameter, a missing model), not crashed mid-work:
+        max_failed_starts: that many in a row stop the graph, naming the node, instead of
+            restarting it forever.
     """
 
     sigint_timeout_s: float = 10.0
@@ -59,10 +63,14 @@ class LauncherConfig:
     poll_s: float = 0.05
     python: str = field(default_factory=lambda: sys.executable)
     config_dir: Path | None = None
+    min_uptime_s: float = 15.0
+    max_failed_starts: int = 3
 
     def __post_init__(self) -> None:
         if self.sigint_timeout_s < 0 or self.sigterm_timeout_s < 0:
             raise ValueError("shutdown timeouts must be >= 0")
+        if self.min_uptime_s < 0 or self.max_failed_starts < 1:
+            raise ValueError("min_uptime_s must be >= 0 and max_failed_starts >= 1")
         if not 0 < self.poll_s <= 1:
             raise ValueError(f"poll_s must be in (0, 1], got {self.poll_s}")
 
@@ -168,6 +176,8 @@ class _Running:
     reader: threading.Thread
     restart_at: float | None = None  # a respawning node waits for this time
     finished: bool = False  # exited, not required, not respawned: left alone
+    started: float = field(default_factory=time.monotonic)
+    failed_starts: int = 0  # exits in a row, each sooner than min_uptime_s after its start
 
     @property
     def sid(self) -> int:
@@ -316,6 +326,7 @@ class GraphRunner:
                 if now >= r.restart_at:
                     r.signal(signal.SIGKILL)  # what the dead instance left behind
                     self._running[name] = self._start(r.node, commands[name])
+                    self._running[name].failed_starts = r.failed_starts
                 continue
             rc = r.proc.poll()
             if rc is None:
@@ -325,6 +336,14 @@ class GraphRunner:
                 r.finished = True  # reported here, not again at shutdown
                 return f"required node {name} exited with code {rc}; graph {self.graph.name} stopped"
             if r.node.respawn:
+                r.failed_starts = r.failed_starts + 1 if now - r.started < self.config.min_uptime_s else 0
+                if r.failed_starts >= self.config.max_failed_starts:
+                    r.finished = True
+                    return (
+                        f"{name} exited with code {rc} within {self.config.min_uptime_s:g} s of starting, "
+                        f"{r.failed_starts} times in a row; graph {self.graph.name} stopped "
+                        "(its log above says why)"
+                    )
                 self._say(f"{name} exited with code {rc}; restarting in {r.node.respawn_delay_s:g} s")
                 r.restart_at = now + r.node.respawn_delay_s
             else:

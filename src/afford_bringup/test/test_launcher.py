@@ -29,8 +29,12 @@ def _gone(pid: int) -> bool:
     return st is None or st[0] == "Z"
 
 
-def _start(tmp_path: Path, *specs: str) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+def _start(tmp_path: Path, *specs: str, min_uptime: float = 15.0) -> subprocess.Popen[str]:
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        FIXTURE_MIN_UPTIME=str(min_uptime),
+    )
     # Its own session, like a shell job, so the test can send Ctrl-C to its whole group.
     return subprocess.Popen(
         [sys.executable, str(DRIVER), str(tmp_path), *specs],
@@ -135,6 +139,48 @@ def test_an_optional_node_may_exit_while_the_graph_runs_on(tmp_path: Path) -> No
     assert rc == 0, err
     assert "viewer exited with code 3 (not required" in err
     assert leftover == []
+
+
+def test_a_respawning_node_killed_mid_work_comes_back_and_the_graph_runs_on(tmp_path: Path) -> None:
+    """Perception and the planner respawn: a kill (out of memory, a crash) restarts the node
+    after its delay, and the graph keeps running."""
+    proc = _start(tmp_path, "core:run:group", "worker:run:group:respawn", min_uptime=0.5)
+    pids = _wait_pids(tmp_path, ["core", "worker"], proc)
+    try:
+        time.sleep(1.0)  # past min_uptime: a crash mid-work, not a failed start
+        os.kill(pids[2], signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        new: list[int] = []
+        while time.monotonic() < deadline:
+            new = [int(p) for p in (tmp_path / "worker.pids").read_text().split()]
+            if new[0] != pids[2]:
+                break
+            time.sleep(0.05)
+        assert new[0] != pids[2] and not _gone(new[0]), "the worker was not restarted"
+        assert proc.poll() is None, "the graph stopped because a respawning node was killed"
+        os.killpg(proc.pid, signal.SIGINT)
+        rc, out, err = _finish(proc)
+        leftover = [p for p in [*pids, *new] if not _gone(p)]
+    finally:
+        _kill_leftovers([*pids, *new])
+    assert rc == 0, err
+    assert "worker exited with code -9; restarting in 0.2 s" in err
+    assert leftover == [], f"processes outlived the launcher: {leftover}"
+
+
+def test_a_respawning_node_that_cannot_start_stops_the_graph_instead_of_looping(tmp_path: Path) -> None:
+    """A node that dies right after every start (a bad parameter, a missing model) is not
+    restarted forever: after three failed starts in a row the graph stops and names it."""
+    proc = _start(tmp_path, "core:run:group", "broken:die:group:respawn")
+    pids = _wait_pids(tmp_path, ["core", "broken"], proc)
+    try:
+        rc, out, err = _finish(proc, timeout=60)
+    finally:
+        _kill_leftovers(pids)
+    assert rc == 1, err
+    assert err.count("broken exited with code 3; restarting") == 2, err
+    assert "broken exited with code 3 within 15 s of starting, 3 times in a row" in err
+    assert out.count("[broken] failing on purpose") == 3
 
 
 def _launcher(*args: str) -> subprocess.CompletedProcess[str]:

@@ -127,14 +127,20 @@ def _call(session_name: str, srv_type: Any, name: str, request: Any, server: str
 
 
 def approve_trial(approve: bool, reason: str = "", timeout: float = 10.0) -> tuple[bool, str]:
-    """Answer the trial waiting for approval; returns (accepted, message)."""
+    """Answer the trial waiting for approval with the operator's token
+    (:mod:`afford_ros.operator_token`); returns (accepted, message)."""
     from afford_interfaces.srv import ApproveTrial
+    from afford_ros.operator_token import OperatorTokenError, read_token
 
+    try:
+        token = read_token()
+    except OperatorTokenError as err:
+        return False, str(err)
     res = _call(
         "afford_trial_cli",
         ApproveTrial,
         "/task_server/approve",
-        ApproveTrial.Request(approve=approve, reason=reason),
+        ApproveTrial.Request(approve=approve, reason=reason, token=token),
         "task server",
         timeout,
     )

@@ -4,19 +4,14 @@ franky-sim serves the libfranka protocol on a loopback address unique to this mo
 executor node connects to it with franky exactly as it connects to a real FR3; the test drives
 it over ROS 2 (unique ROS_DOMAIN_ID) as the planner and the operator would.
 
-Injected robot error. franky-sim simulates no robot errors: its SetCollisionBehavior handler
-only acknowledges ("Collision behavior is not simulated"), its automatic error recovery always
-succeeds, and a joint target beyond the limits is silently clamped with the motion reported as
-successful (checked by hand: thresholds of 0.01 Nm, then a motion, ran without error; a target
-past joint 4's limit "succeeded"). So no reflex can be provoked through the stock server. The
-narrowest honest alternative is this module's :class:`FaultInjectingRobotServer`, a franky-sim
-robot server subclass, used only by this test, that on SIGUSR1 aborts the running motion with
-libfranka's ``kReflexAborted`` Move status and reports reflex mode and ``cartesian_reflex`` in
-the robot state, refuses new motions while in reflex, and clears it on libfranka's automatic
-error recovery command. Everything from the wire up (libfranka raising its ControlException,
-franky, the executor, ROS) is the real code path. On SIGUSR2 the same server stalls its loop
-for ``STALL_S`` (no step, no state packet), as a simulator starved of CPU does: past libfranka's
-1 s UDP timeout the client loses the connection. Run as a script, this file is that server:
+Injected robot error. franky-sim simulates no robot errors, so the server here is
+:class:`afford_sim.franky_faults.FaultSimulationServer`, whose robot raises a reflex on request
+(libfranka's ``kReflexAborted`` Move status, reflex mode in the state, motion refused until
+libfranka's automatic error recovery); this test's server requests it on SIGUSR1. Everything
+from the wire up (libfranka raising its ControlException, franky, the executor, ROS) is the real
+code path. On SIGUSR2 the same server stalls its loop for ``STALL_S`` (no step, no state
+packet), as a simulator starved of CPU does: past libfranka's 1 s UDP timeout the client loses
+the connection. Run as a script, this file is that server:
 ``python test_executor_node.py --serve 127.x.y.z``.
 """
 
@@ -36,8 +31,6 @@ import pytest
 
 HOST = f"127.{(os.getpid() >> 8) % 200 + 20}.{os.getpid() % 256}.{7}"
 DOMAIN_ID = str(100 + os.getpid() % 100)
-#: Index of ``cartesian_reflex`` in libfranka's error array (franka/errors.h order).
-CARTESIAN_REFLEX = 7
 #: How long SIGUSR2 stalls the test server's loop (s): past libfranka's 1 s UDP timeout.
 STALL_S = 1.5
 
@@ -45,71 +38,16 @@ STALL_S = 1.5
 # ---------------------------------------------------------------------- the test-only server
 def serve(hostname: str) -> None:
     """franky-sim (MuJoCo) on ``hostname`` with a SIGUSR1-triggered reflex; see the module doc."""
-    import franky_sim
-    from franky_sim.franka_robot_protocol import (
-        AutomaticErrorRecoveryCommand,
-        AutomaticErrorRecoveryStatus,
-        BaseCommand,
-        MoveStatus,
-        RobotCommand,
-        RobotMode,
-    )
-    from franky_sim.franka_robot_server import FrankaRobotServer
     from franky_sim.mujoco_simulator import MujocoSimulator
 
-    class Recovery(AutomaticErrorRecoveryCommand):
-        def handle(self, server: Any) -> None:
-            server.in_reflex = False
-            self.reply(AutomaticErrorRecoveryStatus.kSuccess)
-
-    class FaultInjectingRobotServer(FrankaRobotServer):
-        def __init__(self, robot: Any, hostname_candidates: Any) -> None:
-            super().__init__(robot, hostname_candidates)
-            self.reflex_requested = False
-            self.in_reflex = False
-            # franky-sim keeps its command table private; route recovery to the handler above.
-            self._FrankaServer__command_class_map[RobotCommand.kAutomaticErrorRecovery] = Recovery  # type: ignore[attr-defined]
-
-        def process_commands(self) -> None:
-            super().process_commands()
-            if self.reflex_requested and self.current_motion_id:
-                self.reflex_requested = False
-                self.in_reflex = True
-                motion_id = self.current_motion_id
-                self.stop_motion(send_preemption_signal=False)
-                BaseCommand.send_response(
-                    self._tcp_socket, RobotCommand.kMove, motion_id, MoveStatus.kReflexAborted
-                )
-                self.reset_current_motion_id()
-
-        def start_motion(self, *args: Any) -> None:
-            if self.in_reflex:
-                raise RuntimeError("motion refused: robot in reflex mode")  # answered as kAborted
-            super().start_motion(*args)
-
-        @property
-        def robot_state(self) -> Any:
-            state = super().robot_state
-            if self.in_reflex:
-                errors = tuple(i == CARTESIAN_REFLEX for i in range(41))
-                state = state.replace(robot_mode=RobotMode.kReflex, errors=errors, reflex_reason=errors)
-            return state
-
-    class FaultSimulationServer(franky_sim.SimulationServer):
-        def init(self) -> None:
-            for robot in self.sim.robots:
-                rs = FaultInjectingRobotServer(robot, self._remaining_hostname_candidates)
-                rs.init()
-                self.robot_servers.append(rs)
-            self.sim.start()
+    from afford_sim.franky_faults import FaultSimulationServer
 
     with MujocoSimulator(enable_visualization=False) as sim:
         sim.add_robot()
         with FaultSimulationServer(sim, hostname_candidates=[hostname]) as server:
 
             def inject(_sig: int, _frame: Any) -> None:
-                for rs in server.robot_servers:
-                    rs.reflex_requested = True  # type: ignore[attr-defined]
+                server.request_reflex()
 
             def finish(_sig: int, _frame: Any) -> None:
                 server.running = False

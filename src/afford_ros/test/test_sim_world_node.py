@@ -161,7 +161,7 @@ def test_a_stalled_loop_is_reported_on_diagnostics(probe: Node) -> None:
     keys = {kv.key for kv in fine[-1].values}
     assert keys >= {"realtime_factor", "deadline_misses", "worst_gap_s", "dropped_s", "loop_nice"}
     refused = _call(
-        probe, InjectFault, "/sim_world/inject_fault", InjectFault.Request(kind="reflex", seconds=1.0)
+        probe, InjectFault, "/sim_world/inject_fault", InjectFault.Request(kind="meteor", seconds=1.0)
     )
     assert not refused.success and "unknown fault" in refused.message
     refused = _call(

@@ -47,11 +47,11 @@ from typing import Any
 
 import mujoco
 import numpy as np
-from franky_sim import SimulationServer
 from franky_sim.constants import FRANKA_HAND_FORCE_LIMIT, FRANKA_HAND_MAX_WIDTH, FRANKA_HAND_VELOCITY_LIMIT
 from franky_sim.mujoco_simulator import FrankaMujocoRobot, MujocoSimulator
 
 from afford_core.robots import get_robot
+from afford_sim.franky_faults import FaultSimulationServer
 from afford_sim.mjcf import TCP_SITE, ModelConfig, add_camera, add_object, add_table
 from afford_sim.robots.fr3 import FINGER_FRICTIONLOSS
 from afford_sim.scene import CameraSpec, PlacedScene, sample_scene
@@ -579,7 +579,7 @@ class FrankyWorld:
         self.config = config or FrankyWorldConfig()
         self._lock = threading.Lock()
         self._sim: SceneSimulator | None = None
-        self._server: SimulationServer | None = None
+        self._server: FaultSimulationServer | None = None
         self._robot: GraspingRobot | None = None
         self._thread: threading.Thread | None = None
         self._running = False
@@ -658,7 +658,7 @@ class FrankyWorld:
         sim.init()
         sim.set_scene(tree)
         sim._robots = [robot]  # the robot the tree was built for
-        server = SimulationServer(sim, hostname_candidates=[self.config.hostname])
+        server = FaultSimulationServer(sim, hostname_candidates=[self.config.hostname])
         try:
             server.init()  # binds the sockets, then builds the model (sim.start)
         except Exception:
@@ -795,6 +795,15 @@ class FrankyWorld:
         if not 0.0 < seconds <= 60.0:
             raise ValueError(f"a stall must last (0, 60] s, got {seconds}")
         self._stall_until = time.perf_counter() + seconds
+
+    def reflex(self) -> None:
+        """Fault injection: the robot raises a reflex (a Cartesian reflex, as after a collision)
+        at the running motion's next step, or at the next motion's start, as the FR3 does: the
+        motion aborts, the state reports reflex mode, and motion is refused until libfranka's
+        automatic error recovery (the executor's ``/executor/recover``). Returns at once."""
+        if self._server is None:
+            raise RuntimeError("the world is not started")
+        self._server.request_reflex()
 
     def timing(self, take_gap: bool = False) -> LoopTiming:
         """How the loop has kept its schedule (:class:`LoopTiming`); ``take_gap`` starts a new

@@ -61,18 +61,27 @@ def image_to_msg(image: np.ndarray, encoding: str, frame: str, stamp: Time) -> I
     return msg
 
 
+def image_problem(msg: Image) -> str:
+    """Why ``msg`` cannot be read as an image ("" when it can): an unknown encoding, or data
+    that does not hold its rows."""
+    if msg.encoding not in ENCODINGS:
+        return f"unsupported encoding {msg.encoding!r}; supported: {sorted(ENCODINGS)}"
+    dtype, channels = ENCODINGS[msg.encoding]
+    row = msg.width * channels * dtype.itemsize
+    if msg.step < row or len(msg.data) < msg.step * msg.height:
+        return f"image data too short: {len(msg.data)} bytes for {msg.height} rows of step {msg.step}"
+    return ""
+
+
 def msg_to_image(msg: Image) -> np.ndarray:
     """The (H, W[, C]) array of an Image message (a copy, writable)."""
-    if msg.encoding not in ENCODINGS:
-        raise ValueError(f"unsupported encoding {msg.encoding!r}; supported: {sorted(ENCODINGS)}")
+    problem = image_problem(msg)
+    if problem:
+        raise ValueError(problem)
     dtype, channels = ENCODINGS[msg.encoding]
     if msg.is_bigendian:
         dtype = dtype.newbyteorder(">")
     row = msg.width * channels * dtype.itemsize
-    if msg.step < row or len(msg.data) < msg.step * msg.height:
-        raise ValueError(
-            f"image data too short: {len(msg.data)} bytes for {msg.height} rows of step {msg.step}"
-        )
     raw = np.frombuffer(msg.data, dtype=np.uint8, count=msg.step * msg.height).reshape(msg.height, msg.step)
     pixels = raw[:, :row].copy().view(dtype)
     shape = (msg.height, msg.width) if channels == 1 else (msg.height, msg.width, channels)

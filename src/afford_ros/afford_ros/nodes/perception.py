@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped
@@ -41,11 +42,19 @@ from afford_perception.observation import (
 from afford_perception.parser import TaskParseError, parse
 from afford_ros import contract
 from afford_ros.nodes.clouds import to_cloud
-from afford_ros.nodes.convert import image_to_msg, matrix_from_pose, msg_to_image
+from afford_ros.nodes.convert import image_problem, image_to_msg, matrix_from_pose, msg_to_image
 from afford_ros.nodes.spin import run_node
 from afford_ros.qos import qos_profile
 
 SEGMENTATIONS = ("ground_truth", "depth", "sam")
+COLOR_TOPIC = "/camera/color/image_raw"
+DEPTH_TOPIC = "/camera/aligned_depth_to_color/image_raw"
+INFO_TOPIC = "/camera/color/camera_info"
+EXTRINSICS_TOPIC = "/camera/extrinsics"
+LABELS_TOPIC = "/sim/ground_truth/segmentation"
+#: How far ahead of this node's clock an input may be stamped (s): publishers on one machine
+#: share its clock; more is a wrong clock or a forged stamp.
+FUTURE_TOLERANCE_S = 0.5
 
 
 class PerceptionError(Exception):
@@ -134,19 +143,20 @@ class PerceptionNode(Node):
         self._info: CameraInfo | None = None
         self._extrinsics: np.ndarray | None = None
         self._object_names: list[str] = []
+        self._refused: dict[str, str] = {}  # topic -> why its last refused message was refused
 
         sensor, latched = qos_profile("sensor"), qos_profile("latched")
         # Frames keep arriving while a perceive request waits for a fresh one.
         inputs = MutuallyExclusiveCallbackGroup()
         subs = [
-            (Image, "/camera/color/image_raw", self._on_color, sensor),
-            (Image, "/camera/aligned_depth_to_color/image_raw", self._on_depth, sensor),
-            (CameraInfo, "/camera/color/camera_info", self._on_info, sensor),
-            (PoseStamped, "/camera/extrinsics", self._on_extrinsics, latched),
+            (Image, COLOR_TOPIC, self._on_color, sensor),
+            (Image, DEPTH_TOPIC, self._on_depth, sensor),
+            (CameraInfo, INFO_TOPIC, self._on_info, sensor),
+            (PoseStamped, EXTRINSICS_TOPIC, self._on_extrinsics, latched),
         ]
         if self.segmentation == "ground_truth":
             subs += [
-                (Image, "/sim/ground_truth/segmentation", self._on_labels, sensor),
+                (Image, LABELS_TOPIC, self._on_labels, sensor),
                 (String, "/sim/ground_truth/objects", self._on_objects, latched),
             ]
         for msg_type, topic, callback, qos in subs:
@@ -173,29 +183,71 @@ class PerceptionNode(Node):
     def _key(msg: Image) -> tuple[int, int]:
         return (msg.header.stamp.sec, msg.header.stamp.nanosec)
 
-    def _keep(self, store: dict[tuple[int, int], Image], msg: Image) -> None:
+    def _admit(self, msg: Any, topic: str, frame: str) -> bool:
+        """Whether an input message may be used: a readable image (for images), in the
+        contract's frame, and not stamped in the future (frames are taken newest stamp first,
+        so one stamped ahead would be taken over every real frame until its stamp passed). A
+        refusal is logged (throttled) and kept as the topic's last refusal, which a perceive
+        request that finds no usable frame reports."""
+        why = ""
+        if isinstance(msg, Image):
+            why = image_problem(msg) or ("an empty image" if msg.height == 0 or msg.width == 0 else "")
+        if not why and msg.header.frame_id != frame:
+            why = f"in frame {msg.header.frame_id!r}, not {frame!r}"
+        if not why:
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            ahead = stamp - self.get_clock().now().nanoseconds * 1e-9
+            if ahead > FUTURE_TOLERANCE_S:
+                why = f"stamped {ahead:.2f} s in the future (clocks differ?)"
+        if why:
+            with self._lock:
+                self._refused[topic] = why
+            self.get_logger().warning(f"refused a message on {topic}: {why}", throttle_duration_sec=5.0)
+            return False
+        return True
+
+    def _keep(self, store: dict[tuple[int, int], Image], msg: Image, topic: str) -> None:
+        if not self._admit(msg, topic, contract.CAMERA_FRAME):
+            return
         with self._lock:
             store[self._key(msg)] = msg
             while len(store) > 8:
                 del store[min(store)]
 
     def _on_color(self, msg: Image) -> None:
-        with self._lock:
-            self._color = msg
+        if self._admit(msg, COLOR_TOPIC, contract.CAMERA_FRAME):
+            with self._lock:
+                self._color = msg
 
     def _on_depth(self, msg: Image) -> None:
-        self._keep(self._depth, msg)
+        self._keep(self._depth, msg, DEPTH_TOPIC)
 
     def _on_labels(self, msg: Image) -> None:
-        self._keep(self._labels, msg)
+        self._keep(self._labels, msg, LABELS_TOPIC)
 
     def _on_info(self, msg: CameraInfo) -> None:
-        with self._lock:
-            self._info = msg
+        if self._admit(msg, INFO_TOPIC, contract.CAMERA_FRAME):
+            with self._lock:
+                self._info = msg
 
     def _on_extrinsics(self, msg: PoseStamped) -> None:
+        # The camera's pose in the robot base: a pose in any other frame would place every
+        # point of the scene wrongly.
+        if not self._admit(msg, EXTRINSICS_TOPIC, contract.BASE_FRAME):
+            return
+        pose = matrix_from_pose(msg.pose)
+        if not np.all(np.isfinite(pose)):
+            with self._lock:
+                self._refused[EXTRINSICS_TOPIC] = "a non-finite pose"
+            self.get_logger().warning(f"refused a message on {EXTRINSICS_TOPIC}: a non-finite pose")
+            return
         with self._lock:
-            self._extrinsics = matrix_from_pose(msg.pose)
+            self._extrinsics = pose
+
+    def _refusals(self) -> str:
+        with self._lock:
+            refused = dict(self._refused)
+        return "".join(f"; the last message on {t} was refused: {why}" for t, why in sorted(refused.items()))
 
     def _on_objects(self, msg: String) -> None:
         with self._lock:
@@ -218,9 +270,9 @@ class PerceptionNode(Node):
             depth, labels, info, ext = dict(self._depth), dict(self._labels), self._info, self._extrinsics
             color = self._color
         if not depth:
-            raise StaleFrame("no depth image received on /camera/aligned_depth_to_color/image_raw")
+            raise StaleFrame(f"no depth image received on {DEPTH_TOPIC}{self._refusals()}")
         if info is None or ext is None:
-            raise StaleFrame("no camera_info or camera extrinsics received yet")
+            raise StaleFrame(f"no camera_info or camera extrinsics received yet{self._refusals()}")
         keys = sorted(depth)
         if self.segmentation == "ground_truth":
             keys = [k for k in keys if k in labels]
@@ -239,6 +291,7 @@ class PerceptionNode(Node):
         if age > self.max_age:
             raise StaleFrame(
                 f"stale camera: the newest depth frame is {age:.2f} s old (limit {self.max_age:.2f} s)"
+                f"{self._refusals()}"
             )
         raw = msg_to_image(depth_msg)
         if depth_msg.encoding == "32FC1":  # Isaac Sim publishes metres
@@ -353,6 +406,10 @@ class PerceptionNode(Node):
         except PerceptionError as err:
             res.success, res.reason = False, str(err)
             self.get_logger().warning(f"perceive {req.sentence!r}: {err}")
+            return res
+        except Exception as err:  # noqa: BLE001 - a node answers every request, and stays up
+            self.get_logger().error(f"perceive {req.sentence!r} failed: {err!r}")
+            res.success, res.reason = False, f"perception failed: {type(err).__name__}: {err}"
             return res
         res.success = True
         res.intent = intent_to_msg(intent)

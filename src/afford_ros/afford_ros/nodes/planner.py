@@ -220,6 +220,18 @@ class PlannerNode(Node):
     def plan(self, req: PlanGrasp.Request) -> tuple[StoredPlan, CandidateSet, PoseStamped]:
         """Run Stage 1, ranking and Stage 2; raises ValueError with the reason to abstain."""
         intent = intent_from_msg(req.intent)
+        base = contract.base_frame(self.description)
+        for what, cloud in (
+            ("target", req.target_cloud),
+            ("destination", req.destination_cloud),
+            ("obstacle", req.obstacles),
+        ):
+            # Points in any other frame would put grasps (and collisions) where nothing is.
+            if cloud.width * cloud.height and cloud.header.frame_id != base:
+                raise ValueError(
+                    f"the {what} cloud is in frame {cloud.header.frame_id!r}; the planner takes clouds "
+                    f"in the robot base frame {base!r}"
+                )
         pts, fields = from_cloud(req.target_cloud)
         if len(pts) < 20:
             raise ValueError(f"the {intent.target} cloud has {len(pts)} points; too few to plan on")
@@ -236,6 +248,8 @@ class PlannerNode(Node):
             others = [v for k, v in dparts.items() if k != intent.destination_region and len(v)]
             dest_support = np.vstack(others) if others else None
         obstacles, _ = from_cloud(req.obstacles)
+        if not (np.all(np.isfinite(dpts)) and np.all(np.isfinite(obstacles))):
+            raise ValueError("the destination or obstacle cloud contains NaN or infinite points")
         start_q = self.robot.wait_for_state(2.0)
         ep = Episode(
             intent,
@@ -278,6 +292,11 @@ class PlannerNode(Node):
         except (ValueError, SkillError) as err:
             res.success, res.reason, res.selected_index = False, str(err), -1
             self.get_logger().warning(f"plan_grasp: abstain: {err}")
+            return res
+        except Exception as err:  # noqa: BLE001 - a node answers every request, and stays up
+            self.get_logger().error(f"plan_grasp failed: {err!r}")
+            res.success, res.selected_index = False, -1
+            res.reason = f"planning failed: {type(err).__name__}: {err}"
             return res
         stored.episode.look = self._look(req.intent.text, "")
         res.success = True

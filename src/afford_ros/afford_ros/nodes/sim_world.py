@@ -16,8 +16,9 @@ child, so it gives way first), and once a second the node publishes on ``/diagno
 loop kept its schedule (:class:`~afford_sim.franky_world.LoopTiming`): WARN when it ran slower
 than 80% of its target or went silent for 0.2 s, ERROR at half its target or a 0.5 s silence
 (libfranka drops the connection at 1 s), with the reason in words, which the task server
-puts in front of a failed trial's reason. ``/sim_world/inject_fault`` stalls the loop on demand,
-for the tests of what the graph does then.
+puts in front of a failed trial's reason. ``/sim_world/inject_fault`` stalls the loop or makes the
+robot raise a reflex on demand (:mod:`afford_sim.franky_faults`), for the tests of what the
+graph does then.
 
 Threads: the simulation loop (franky_world), a publisher thread that forwards rendered frames,
 and the executor thread for the services. The render process is a child that exits with us.
@@ -235,16 +236,20 @@ class SimWorldNode(Node):
         return response
 
     def _on_inject(self, request: InjectFault.Request, response: InjectFault.Response) -> Any:
-        kinds = ("stall",)
+        kinds = ("stall", "reflex")
         try:
             if request.kind not in kinds:
                 raise ValueError(f"unknown fault {request.kind!r}; known: {', '.join(kinds)}")
-            self.world.stall(float(request.seconds))
+            if request.kind == "stall":
+                self.world.stall(float(request.seconds))
+                response.message = f"the simulation loop stalls for {request.seconds:.2f} s"
+            else:
+                self.world.reflex()
+                response.message = "the robot raises a reflex at the running (or next) motion"
         except ValueError as err:
             response.success, response.message = False, str(err)
             return response
         response.success = True
-        response.message = f"the simulation loop stalls for {request.seconds:.2f} s"
         self.get_logger().warning(f"fault injected: {response.message}")
         return response
 

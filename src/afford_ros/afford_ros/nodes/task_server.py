@@ -4,7 +4,8 @@ A trial runs: find the task the sentence asks for (or take the goal's task id), 
 the scene of that task and seed, perceive, plan, wait for the
 operator's approval (``/task_server/approve``; automatic only in sim mode, when the node's
 ``auto_approve`` allows it and the goal asks for it; in real mode every goal waits, whatever it
-asks), execute the skill stage by stage, and
+asks; only a request carrying the operator's token counts, see
+:mod:`afford_ros.operator_token`), execute the skill stage by stage, and
 (sim) check the outcome against the simulator's state. Every step is sent as feedback and on
 ``/afford/trial_state``.
 
@@ -41,8 +42,7 @@ from std_srvs.srv import Trigger
 from afford_interfaces.action import ExecuteSkill, RunTask
 from afford_interfaces.srv import ApproveTrial, Perceive, PlanGrasp, ResetScene
 from afford_perception.parser import parse
-from afford_planner.skills import SkillError
-from afford_ros import contract
+from afford_ros import contract, operator_token
 from afford_ros.nodes.robot_link import wait_future
 from afford_ros.nodes.spin import run_node
 from afford_ros.qos import qos_profile
@@ -53,6 +53,12 @@ MODES = ("sim", "real")
 
 class TrialAborted(Exception):
     """Ends a trial early; the text is the result's reason."""
+
+
+class PeerLost(TrialAborted):
+    """A node the trial depended on died or was restarted mid-request: the cause is known, so
+    the simulator's account of falling behind (a restarting node loads the CPU) is not put
+    first."""
 
 
 @dataclass
@@ -132,6 +138,9 @@ class TaskServerNode(Node):
         self.skill_client: Any = ActionClient(
             self, ExecuteSkill, "/planner/execute_skill", callback_group=group
         )
+        # Only the operator's tool can read this token (a file private to this account); an
+        # approval without it is refused, whoever can reach the graph.
+        self._token, self.token_file = operator_token.write_token()
         self.create_service(ApproveTrial, "/task_server/approve", self._on_approve, callback_group=group)
         self._approval: Approval | None = None
         self._busy = threading.Lock()
@@ -145,7 +154,14 @@ class TaskServerNode(Node):
             callback_group=group,
         )
         self._state("idle")
-        self.get_logger().info(f"task_server ready ({self.mode} mode, auto_approve {self.auto_approve})")
+        self.get_logger().info(
+            f"task_server ready ({self.mode} mode, auto_approve {self.auto_approve}); "
+            f"operator token in {self.token_file}"
+        )
+
+    def destroy_node(self) -> None:
+        operator_token.remove_token(self.token_file, self._token)
+        super().destroy_node()
 
     # Inputs -------------------------------------------------------------------------------------
 
@@ -182,6 +198,14 @@ class TaskServerNode(Node):
         return GoalResponse.ACCEPT
 
     def _on_approve(self, req: ApproveTrial.Request, res: ApproveTrial.Response) -> ApproveTrial.Response:
+        if not operator_token.matches(req.token, self._token):
+            self.get_logger().warning("refused an approval request without the operator's token")
+            res.accepted = False
+            res.message = (
+                "refused: the request does not carry the operator's token (`afford trial approve|abort` "
+                f"reads it from {self.token_file}, which only the task server's account can read)"
+            )
+            return res
         pending = self._approval
         if pending is None or pending.event.is_set():
             res.accepted, res.message = False, "no trial is waiting for approval"
@@ -197,10 +221,45 @@ class TaskServerNode(Node):
     def _call(self, client: Any, request: Any, what: str) -> Any:
         if not client.wait_for_service(timeout_sec=5.0):
             raise TrialAborted(f"{what} is not available ({client.srv_name})")
-        try:
-            return wait_future(client.call_async(request), self.service_timeout, what)
-        except SkillError as err:
-            raise TrialAborted(str(err)) from err
+        servers = self._servers(client.srv_name)
+        future = client.call_async(request)
+        return self._answer(future, client.srv_name, servers, what, self.service_timeout)
+
+    def _servers(self, service: str) -> set[bytes]:
+        """The endpoints serving ``service`` now (the request readers' GIDs): what tells one
+        instance of a node from the next."""
+        infos = self.get_subscriptions_info_by_topic(f"rq{service}Request", no_mangle=True)
+        return {bytes(i.endpoint_gid) for i in infos}
+
+    def _gone(self, service: str, servers: set[bytes], what: str) -> str:
+        """Why the node that took a request on ``service`` cannot answer it any more, or ""."""
+        if not servers:
+            return ""  # not known at the call (the graph cache lagged): cannot tell
+        now = self._servers(service)
+        if servers & now:
+            if now - servers:
+                # A second instance of the node appeared: the launcher restarted it (the old
+                # one's endpoints stay listed until DDS's lease runs out, about 20 s).
+                return (
+                    f"{what} was restarted while it worked on this trial (a new instance serves "
+                    f"{service}); its answer is lost"
+                )
+            return ""
+        return f"{what} went away while it worked on this trial: nothing serves {service} any more"
+
+    def _answer(self, future: Any, service: str, servers: set[bytes], what: str, timeout: float) -> Any:
+        """Wait for ``future``; end early, with the reason, when the server left the graph."""
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        end = time.monotonic() + timeout
+        while not done.wait(0.25):
+            gone = self._gone(service, servers, what)
+            if gone or time.monotonic() > end:
+                future.cancel()
+                if gone:
+                    raise PeerLost(gone)
+                raise TrialAborted(f"{what}: no answer within {timeout:.0f} s")
+        return future.result()
 
     def _feedback(self, goal_handle: Any, stage: str, detail: str = "") -> None:
         goal_handle.publish_feedback(RunTask.Feedback(stage=stage, detail=detail))
@@ -255,9 +314,19 @@ class TaskServerNode(Node):
         if not handle.accepted:
             raise TrialAborted("the planner refused to execute the plan")
         future = handle.get_result_async()
-        why = ""
-        while not future.done():
+        result_service = f"{self.skill_client._action_name}/_action/get_result"
+        servers = self._servers(result_service)
+        why, stopped, planner_gone = "", False, False
+        checked = time.monotonic()
+        while not future.done() and not planner_gone:
             time.sleep(0.02)
+            if time.monotonic() - checked > 0.25:
+                checked = time.monotonic()
+                gone = self._gone(result_service, servers, "the planner (which runs the skill)")
+                if gone:
+                    # Nobody will answer: stop the arm here and end, without the skill's result.
+                    planner_gone = True
+                    why = why or f"{gone}; arm stopped"
             silent = time.monotonic() - self._last_frame
             if not why and silent > self.max_frame_age:
                 why = (
@@ -266,11 +335,12 @@ class TaskServerNode(Node):
                 )
             if not why and goal_handle.is_cancel_requested:
                 why = "cancelled by the client; arm stopped"
-            if why and not getattr(self, "_stopping", False):
-                self._stopping = True
+            if why and not stopped:
+                stopped = True
                 self.pub_stop.publish(Empty())
                 handle.cancel_goal_async()
-        self._stopping = False
+        if planner_gone:
+            raise PeerLost(why)
         skill = future.result().result
         result.stage_names = list(skill.stage_names)
         result.stage_success = list(skill.stage_success)
@@ -280,14 +350,16 @@ class TaskServerNode(Node):
         with self._busy:
             result = RunTask.Result(success=False, selected_index=-1)
             started = time.monotonic()
+            cause_known = False
             try:
                 self._trial(goal_handle, result)
             except TrialAborted as err:
                 result.abstain_reason = str(err)
+                cause_known = isinstance(err, PeerLost)
             except Exception as err:  # noqa: BLE001 - a node must answer every goal
                 self.get_logger().error(f"trial failed: {err!r}")
                 result.abstain_reason = f"internal error: {err}"
-            if not result.success and self.mode == "sim" and result.task_id:
+            if not result.success and self.mode == "sim" and result.task_id and not cause_known:
                 # A report covers the second before it: wait for the one about the failure.
                 time.sleep(1.1)
                 behind = self.behind_since(started)
