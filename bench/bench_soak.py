@@ -7,8 +7,8 @@ loopback address and domain of its own and sends ``--trials`` RunTask goals one 
 cycling through a mix of tasks and seeds, without restarting anything. Every ``--every`` trials
 it reads each node process's resident memory (VmRSS), open file descriptors and threads from
 /proc. At the end it stops the graph as a user does (Ctrl-C, SIGINT to ``afford bringup``) and
-checks that no process of the graph's session is left and that no shared-memory segment the
-graph made is left in /dev/shm.
+checks that no process the graph ran is left and which shared-memory segments made meanwhile
+are left in /dev/shm, with the node that had mapped each (DDS's shared-memory transport).
 
 The goal (issue 16): the success rate of the mix, memory and descriptors that level off rather
 than grow with every trial, and nothing leaked after Ctrl-C. A trial whose robot link was lost
@@ -49,14 +49,19 @@ def _stat(pid: int) -> tuple[int, int] | None:
     return None if fields[0] == "Z" else (int(fields[1]), int(fields[3]))
 
 
-def session(sid: int) -> list[int]:
-    """Live processes of session ``sid`` (the graph runs in one of its own)."""
-    out = []
+def family_of(root: int) -> list[int]:
+    """Live descendants of ``root`` (the launcher starts each node in a session of its own)."""
+    children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             st = _stat(int(entry.name))
-            if st and st[1] == sid:
-                out.append(int(entry.name))
+            if st:
+                children.setdefault(st[0], []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
     return out
 
 
@@ -86,10 +91,10 @@ def usage(pid: int) -> Usage | None:
     )
 
 
-def node_pids(sid: int) -> dict[str, int]:
+def node_pids(root: int) -> dict[str, int]:
     """The graph's processes by name: its nodes, and sim_world's render child as ``renderer``."""
     pids: dict[str, int] = {}
-    members = session(sid)
+    members = family_of(root)
     for pid in members:
         line = cmdline(pid)
         for name in NODES:
@@ -111,19 +116,20 @@ def shm() -> set[str]:
         return set()
 
 
-def shm_mapped() -> set[str]:
-    """The /dev/shm names some live process maps (DDS transports keep theirs mapped while in use:
-    this bench's own ROS context among them)."""
-    names: set[str] = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                maps = (entry / "maps").read_text()
-            except OSError:
-                continue
-            for line in maps.splitlines():
-                if "/dev/shm/" in line:
-                    names.add(line.split("/dev/shm/", 1)[1].split(" ")[0])
+def shm_maps(pids: list[int] | None = None) -> dict[str, set[int]]:
+    """The /dev/shm names mapped by ``pids`` (every live process when None), with who maps
+    them (DDS transports keep theirs mapped while in use: this bench's own ROS context too)."""
+    names: dict[str, set[int]] = {}
+    if pids is None:
+        pids = [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()]
+    for pid in pids:
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            continue
+        for line in maps.splitlines():
+            if "/dev/shm/" in line:
+                names.setdefault(line.split("/dev/shm/", 1)[1].split(" ")[0], set()).add(pid)
     return names
 
 
@@ -132,10 +138,14 @@ class Soak:
     outcomes: list[tuple[str, int, str]] = field(default_factory=list)  # sentence, seed, "ok" / reason
     recoveries: int = 0
     checkpoints: list[tuple[int, float, dict[str, Usage]]] = field(default_factory=list)
+    owners: dict[str, list[str]] = field(default_factory=dict)  # /dev/shm name -> graph processes
 
 
-def checkpoint(soak: Soak, sid: int, t0: float) -> None:
-    pids = node_pids(sid)
+def checkpoint(soak: Soak, root: int, t0: float) -> None:
+    pids = node_pids(root)
+    names = {pid: name for name, pid in pids.items()}
+    for segment, users in shm_maps(list(pids.values())).items():
+        soak.owners[segment] = sorted(names[u] for u in users)
     readings = {name: u for name, pid in pids.items() if (u := usage(pid)) is not None}
     soak.checkpoints.append((len(soak.outcomes), time.perf_counter() - t0, readings))
     line = ", ".join(f"{n} {u.rss_mb:.0f} MB/{u.fds} fd" for n, u in sorted(readings.items()))
@@ -143,12 +153,13 @@ def checkpoint(soak: Soak, sid: int, t0: float) -> None:
 
 
 def report(soak: Soak, args: argparse.Namespace, leaks: list[str], shm_left: list[str], wall: float) -> str:
+    git = ["git", "-C", str(Path(__file__).resolve().parents[1])]
     commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     dirty = bool(
         subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+            [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
         ).stdout.strip()
     )
     n = len(soak.outcomes)
@@ -205,7 +216,8 @@ def report(soak: Soak, args: argparse.Namespace, leaks: list[str], shm_left: lis
             + ".",
         ]
     procs = "no process left" if not leaks else "left running: " + "; ".join(leaks)
-    segments = "no shared-memory segment left" if not shm_left else "left in /dev/shm: " + ", ".join(shm_left)
+    left = [f"{name} ({', '.join(soak.owners.get(name, ['owner not seen']))})" for name in shm_left]
+    segments = "no shared-memory segment left" if not shm_left else "left in /dev/shm: " + ", ".join(left)
     lines += [
         "",
         f"After Ctrl-C: {procs}; {segments}.",
@@ -234,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     shm_before = shm()
     log = open(args.log, "w")  # noqa: SIM115 - the graph writes to it until it ends
     graph = start_graph(host, log)
-    sid = graph.pid  # start_new_session: the launcher leads its own session
+    root = graph.pid
     soak = Soak()
     t0 = time.perf_counter()
     family: dict[int, str] = {}
@@ -242,8 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         from afford_ros.graph_cli import recover_robot, run_task
 
         run_task("pick up the unicorn", wait=240.0, out=open(os.devnull, "w"))  # noqa: SIM115 - waits for the graph
-        family = {pid: cmdline(pid) for pid in session(sid)}
-        checkpoint(soak, sid, t0)
+        family = {pid: cmdline(pid) for pid in family_of(root)}
+        checkpoint(soak, root, t0)
         for i in range(args.trials):
             sentence = args.mix[i % len(args.mix)]
             seed = i // len(args.mix)
@@ -262,10 +274,10 @@ def main(argv: list[str] | None = None) -> int:
                 soak.recoveries += 1
                 print(f"      operator recovery: {message}", flush=True)
             if (i + 1) % args.every == 0:
-                family.update({pid: cmdline(pid) for pid in session(sid)})
-                checkpoint(soak, sid, t0)
+                family.update({pid: cmdline(pid) for pid in family_of(root)})
+                checkpoint(soak, root, t0)
     finally:
-        family.update({pid: cmdline(pid) for pid in session(sid)})
+        family.update({pid: cmdline(pid) for pid in family_of(root)})
         if graph.poll() is None:
             graph.send_signal(signal.SIGINT)  # what Ctrl-C in the launcher's terminal sends it
             try:
@@ -276,11 +288,12 @@ def main(argv: list[str] | None = None) -> int:
         log.close()
     wall = time.perf_counter() - t0
     time.sleep(1.0)
-    leaks = [f"{pid} {family.get(pid, cmdline(pid))[:80]}" for pid in session(sid)]
-    leaks += [f"{pid} {line[:80]}" for pid, line in family.items() if _stat(pid) and pid not in session(sid)]
+    # Every process the graph ever had (nodes, restarted nodes, the render child), still alive
+    # with the same command line: left behind.
+    leaks = [f"{pid} {line[:80]}" for pid, line in family.items() if _stat(pid) and cmdline(pid) == line]
     # A new segment nobody maps any more was left behind by the graph; one this process still
     # maps is its own ROS context's, gone when it exits.
-    shm_left = sorted(shm() - shm_before - shm_mapped())
+    shm_left = sorted(shm() - shm_before - set(shm_maps()))
     text = report(soak, args, leaks, shm_left, wall)
     print(text)
     if args.out:
