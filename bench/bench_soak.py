@@ -262,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
             clock = Clock()
             _, result = run_task(sentence, seed=seed, out=clock, wait=60.0, timeout=900.0)
             outcome = "ok" if result.success else (result.abstain_reason or "unknown")
+            if "cancelled by the client" in outcome:
+                print("  the trial was cancelled (Ctrl-C): ending the soak", flush=True)
+                break
             soak.outcomes.append((sentence, seed, outcome))
             print(
                 f"  {i + 1:3d} {sentence!r} seed {seed}: {'SUCCESS' if result.success else outcome}",

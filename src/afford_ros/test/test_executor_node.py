@@ -212,10 +212,10 @@ class Graph:
             time.sleep(0.01)
         return future.result()
 
-    def send(self, times: np.ndarray, qs: np.ndarray) -> Any:
+    def send(self, times: np.ndarray, qs: np.ndarray, stamp: Any = None) -> Any:
         from afford_ros.nodes.convert import trajectory_msg
 
-        msg = trajectory_msg(times, qs)
+        msg = trajectory_msg(times, qs, stamp)
         assert self.action.wait_for_server(timeout_sec=10.0)
         self.feedback: list[float] = []
         goal = self.wait(
@@ -346,6 +346,33 @@ def test_limit_violation_is_refused_and_arm_stays(graph: Graph) -> None:
     errors = graph.errors_since(n_err)
     assert [e.kind for e in errors] == ["limit"] and not errors[0].needs_recovery
     assert np.max(np.abs(graph.q() - q0)) < 1e-3
+
+
+def test_a_trajectory_that_waited_too_long_or_comes_from_the_future_is_refused(graph: Graph) -> None:
+    """A goal that sat in a queue past MAX_TRAJECTORY_AGE_S (its sender waits at most
+    GOAL_ANSWER_S for the answer, then gives up) must not start: nobody follows it any more. A
+    stamp ahead of the clock is refused too. Nothing moves; a fresh stamp runs."""
+    from rclpy.duration import Duration
+
+    from afford_ros.nodes.executor import MAX_TRAJECTORY_AGE_S
+    from afford_ros.nodes.robot_link import GOAL_ANSWER_S
+
+    assert MAX_TRAJECTORY_AGE_S < GOAL_ANSWER_S
+    at_rest_time(graph, time.monotonic())
+    q0 = graph.q()
+    times, qs = ramp(q0, np.array([0.1, 0, 0, 0, 0, 0, 0]), 1.0)
+    now = graph.node.get_clock().now()
+    for stamp, why in (
+        (now - Duration(seconds=MAX_TRAJECTORY_AGE_S + 1.0), "waited too long to start"),
+        (now + Duration(seconds=2.0), "in the future"),
+    ):
+        result = graph.wait(graph.send(times, qs, stamp.to_msg()).get_result_async(), 10.0).result
+        assert not result.success and result.error_kind == "limit" and why in result.message, result.message
+    time.sleep(0.3)
+    assert np.max(np.abs(graph.q() - q0)) < 1e-3
+    fresh = graph.node.get_clock().now().to_msg()
+    result = graph.wait(graph.send(times, qs, fresh).get_result_async(), 60.0).result
+    assert result.success, result.message
 
 
 def test_stop_topic_halts_moving_arm(graph: Graph, record_property: Any) -> None:
@@ -842,10 +869,10 @@ class _ActionSide:
             time.sleep(0.01)
         return future.result()
 
-    def send(self, times: np.ndarray, qs: np.ndarray) -> Any:
+    def send(self, times: np.ndarray, qs: np.ndarray, stamp: Any = None) -> Any:
         from afford_ros.nodes.convert import trajectory_msg
 
-        msg = trajectory_msg(times, qs)
+        msg = trajectory_msg(times, qs, stamp)
         goal = self.wait(self.action.send_goal_async(self.FollowTrajectory.Goal(trajectory=msg)), 10.0)
         assert goal.accepted
         return goal.get_result_async()

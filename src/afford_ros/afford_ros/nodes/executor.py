@@ -121,6 +121,13 @@ _RECONNECT_PERIOD_S = 1.0
 _LATCHING = ("reflex", "communication")
 #: A stop disarms streaming when a stream runs or a chunk came this recently (s).
 _STREAM_RECENT_S = 5.0
+#: A stamped trajectory older than this when it would start is refused (s): on a loaded machine
+#: a goal can wait in a queue, and its sender (the planner waits 10 s for the goal's answer,
+#: robot_link.GOAL_ANSWER_S) may have given up on it meanwhile; a command nobody follows any
+#: more must not move the arm. Stamped ahead of this node's clock by more than
+#: _MAX_TRAJECTORY_AHEAD_S is refused too (clocks that differ).
+MAX_TRAJECTORY_AGE_S = 5.0
+_MAX_TRAJECTORY_AHEAD_S = 0.5
 #: Parameters the node hands its driver (each driver reads the ones it needs).
 _DRIVER_PARAMS = ("robot_ip", "dynamics_factor", "enforce_realtime", "joint_command_topic", "state_timeout_s")
 
@@ -580,6 +587,21 @@ class ExecutorNode(Node):
             goal_handle.abort()
         return result
 
+    def _stale(self, stamp: Any) -> str:
+        """Why a trajectory stamped ``stamp`` must not start now ("" when it may). Unstamped
+        trajectories (a zero stamp) start: their sender did not ask for a deadline."""
+        if not (stamp.sec or stamp.nanosec):
+            return ""
+        age = self.get_clock().now().nanoseconds * 1e-9 - (stamp.sec + stamp.nanosec * 1e-9)
+        if age > MAX_TRAJECTORY_AGE_S:
+            return (
+                f"the trajectory is stamped {age:.1f} s ago (limit {MAX_TRAJECTORY_AGE_S:.0f} s): "
+                "it waited too long to start, and its sender may have given up on it"
+            )
+        if age < -_MAX_TRAJECTORY_AHEAD_S:
+            return f"the trajectory is stamped {-age:.2f} s in the future (clocks differ?)"
+        return ""
+
     def _execute(self, goal_handle: Any) -> Any:
         with self._lock:
             if self._busy:
@@ -598,6 +620,10 @@ class ExecutorNode(Node):
                 self._busy = False
 
     def _run(self, goal_handle: Any, stops: int) -> Any:
+        stale = self._stale(goal_handle.request.trajectory.header.stamp)
+        if stale:
+            self._report("limit", f"trajectory refused: {stale}")
+            return self._finish(goal_handle, False, stale, "limit")
         try:
             times, qs, vels = trajectory_arrays(goal_handle.request.trajectory, self._arm_joints)
         except ValueError as exc:

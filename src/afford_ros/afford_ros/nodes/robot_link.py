@@ -32,6 +32,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 from sensor_msgs.msg import CameraInfo, JointState
+from std_msgs.msg import Empty
 from trajectory_msgs.msg import JointTrajectory
 
 from afford_core.robots import DEFAULT_ROBOT, RobotDescription, get_robot
@@ -41,6 +42,10 @@ from afford_planner.skills import SkillError
 from afford_ros import contract
 from afford_ros.nodes.convert import trajectory_msg
 from afford_ros.qos import qos_profile
+
+#: How long the executor has to answer a trajectory goal (s); longer than the executor's
+#: MAX_TRAJECTORY_AGE_S, so a goal answered later than this can no longer start.
+GOAL_ANSWER_S = 10.0
 
 #: A gap between the measured arm and a trajectory's first point larger than this (rad) is
 #: closed by a short lead-in from where the arm really is, so the executor never sees a jump.
@@ -65,6 +70,12 @@ def wait_future(future: Future, timeout: float, what: str) -> Any:
         future.cancel()
         raise SkillError(f"{what}: no answer within {timeout:.0f} s")
     return future.result()
+
+
+def _cancel_if_accepted(future: Future) -> None:
+    handle = future.result() if not future.cancelled() else None
+    if handle is not None and handle.accepted:
+        handle.cancel_goal_async()
 
 
 class GraphRobot:
@@ -121,6 +132,7 @@ class GraphRobot:
         self.pub_trajectory = node.create_publisher(
             JointTrajectory, "/afford/trajectory", qos_profile("latched")
         )
+        self._pub_stop = node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
         self._goal: Any = None
         self.cancelled = False
 
@@ -180,9 +192,20 @@ class GraphRobot:
         def on_feedback(_msg: Any) -> None:
             heard[0] = time.monotonic()
 
-        handle = wait_future(
-            self._follow.send_goal_async(goal, feedback_callback=on_feedback), 10.0, "follow_trajectory goal"
-        )
+        sent = self._follow.send_goal_async(goal, feedback_callback=on_feedback)
+        answered = threading.Event()
+        sent.add_done_callback(lambda _f: answered.set())
+        if not answered.wait(GOAL_ANSWER_S):
+            # The goal may still be with the executor (its answer late or lost on a loaded
+            # machine): one accepted later is cancelled as soon as that answer comes, and the
+            # stop halts one that runs unanswered. A start later than the executor's
+            # MAX_TRAJECTORY_AGE_S is refused there.
+            sent.add_done_callback(_cancel_if_accepted)
+            self._pub_stop.publish(Empty())
+            raise SkillError(
+                f"follow_trajectory goal: no answer within {GOAL_ANSWER_S:.0f} s; the arm was stopped"
+            )
+        handle = sent.result()
         if not handle.accepted:
             raise SkillError("the executor refused the trajectory goal")
         self._goal = handle
