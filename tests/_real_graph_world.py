@@ -22,7 +22,7 @@ from scipy.spatial.transform import Rotation
 
 from afford_perception.realsense import write_recording
 from afford_ros.nodes.convert import depth_to_millimetres
-from afford_sim.franky_world import FrankyWorld, FrankyWorldConfig
+from afford_sim.franky_world import FrankyWorld, FrankyWorldConfig, raise_priority
 from afford_sim.sim_render import RenderConfig, SceneRenderer
 
 W, H = 640, 480
@@ -33,6 +33,9 @@ def main(argv: list[str]) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # As the sim graph's world does: the robot's 1 kHz stream first (the FR3 has a controller
+    # of its own; the stand-in shares two cores with the whole graph).
+    raise_priority(FrankyWorldConfig().loop_nice, "the stand-in FR3")
     world = FrankyWorld(FrankyWorldConfig(hostname=host, camera_size=(W, H)))
     try:
         info = world.start(task_id, seed=seed)
@@ -42,8 +45,10 @@ def main(argv: list[str]) -> int:
             rgb, depth, _seg, K, base_T_camera = renderer.render(qpos)
         finally:
             renderer.close()
-        # A still camera: the same frameset, recorded 30 times (playback loses the first few).
-        recording = write_recording(out / "scene.db3", [(rgb, depth_to_millimetres(depth))] * 30, K)
+        # A still camera: the same frameset, recorded for 20 s at 5 Hz (playback loses the first
+        # few; a low rate leaves the two cores to the nodes).
+        frames = [(rgb, depth_to_millimetres(depth))] * 100
+        recording = write_recording(out / "scene.db3", frames, K, fps=5)
         quat = Rotation.from_matrix(base_T_camera[:3, :3]).as_quat()  # x, y, z, w
         extrinsics = [float(v) for v in (*base_T_camera[:3, 3], *quat)]
         print(json.dumps({"recording": str(recording), "extrinsics": extrinsics}), flush=True)

@@ -68,9 +68,9 @@ def _message(type_name: str) -> type:
 
 
 class Monitor:
-    """Counts messages on every contract topic and keeps the latest joint state."""
+    """Counts messages on every contract topic (but ``skip``) and keeps the latest joint state."""
 
-    def __init__(self) -> None:
+    def __init__(self, skip: tuple[str, ...] = ()) -> None:
         from afford_ros.qos import qos_profile
 
         self.context = rclpy.Context()
@@ -81,7 +81,9 @@ class Monitor:
         self.errors: list[str] = []
         self.trial_state = ""
         for t in contract.TOPICS:
-            self.node.create_subscription(_message(t.type), t.name, self._counter(t.name), qos_profile(t.qos))
+            if t.name not in skip:
+                cb = self._counter(t.name)
+                self.node.create_subscription(_message(t.type), t.name, cb, qos_profile(t.qos))
         from std_msgs.msg import Empty
 
         self.stop_pub = self.node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))

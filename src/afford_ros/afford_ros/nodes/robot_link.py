@@ -229,10 +229,17 @@ class GraphRobot:
         hard_end = time.monotonic() + 20.0 * duration + self.timeout_margin
         while not done.wait(0.05):
             now = time.monotonic()
-            if now - heard[0] > self.timeout_margin or now > hard_end:
+            silent = now - heard[0] > self.timeout_margin
+            if silent or now > hard_end:
                 future.cancel()
                 handle.cancel_goal_async()
-                raise SkillError(f"trajectory: no progress from the executor for {now - heard[0]:.0f} s")
+                if silent:
+                    raise SkillError(f"trajectory: no progress from the executor for {now - heard[0]:.0f} s")
+                raise SkillError(
+                    f"trajectory: not finished {20.0 * duration + self.timeout_margin:.0f} s after its start "
+                    f"(20x its planned {duration:.1f} s, plus {self.timeout_margin:.0f} s): the robot or "
+                    "its simulator runs far slower than planned"
+                )
         return future.result()
 
     def settle(self, goal: np.ndarray) -> None:
