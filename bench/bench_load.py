@@ -31,7 +31,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench_run_task import Clock, start_graph  # run as `python bench/bench_load.py`: bench/ is on the path
+from bench_run_task import (
+    Clock,
+    provenance,
+    start_graph,
+)  # run as `python bench/bench_load.py`: bench/ is on the path
 
 TRIALS = ("put the banana on the plate@1", "hang the mug on the rack@0", "pick up the mug@3")
 BURN = "import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
@@ -184,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--log", default="bench_load_graph.log", help="the graph's log (default: %(default)s)")
     args = ap.parse_args(argv)
     trials = [(t.rsplit("@", 1)[0], int(t.rsplit("@", 1)[1])) for t in args.trials]
+    at = provenance()
 
     os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 60))
     host = f"127.0.{os.getpid() % 200 + 30}.9"
@@ -217,19 +222,11 @@ def main(argv: list[str] | None = None) -> int:
             except subprocess.TimeoutExpired:
                 os.killpg(graph.pid, signal.SIGKILL)
 
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    dirty = bool(
-        subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
-        ).stdout.strip()
-    )
     lines = [
         "# The sim graph idle and under load",
         "",
-        f"Command: `python bench/bench_load.py --burners {args.burners}` at {commit}"
-        f"{' (uncommitted changes)' if dirty else ''}; {os.cpu_count()} cores, {platform.machine()}; "
+        f"Command: `python bench/bench_load.py --burners {args.burners}` at {at}; "
+        f"{os.cpu_count()} cores, {platform.machine()}; "
         f"trials: {', '.join(args.trials)}.",
         "",
         "| phase | success | fell-behind abstains | other failures | of them stale state | operator "

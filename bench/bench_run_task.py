@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 SENTENCES = ("put the banana on the plate", "hang the mug on the rack")
@@ -37,6 +38,18 @@ class Clock:
 
     def flush(self) -> None:
         pass
+
+
+def provenance() -> str:
+    """The checkout's commit, with "(uncommitted changes)" when tracked files differ from it.
+    Taken when a bench starts: what runs is what was checked out then, whatever is edited or
+    committed while it runs."""
+    git = ["git", "-C", str(Path(__file__).resolve().parents[1])]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    ).stdout.strip()
+    return commit.strip() + (" (uncommitted changes)" if dirty else "")
 
 
 def start_graph(host: str, log: Any) -> subprocess.Popen[bytes]:

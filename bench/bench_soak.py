@@ -28,7 +28,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench_run_task import Clock, start_graph  # run as `python bench/bench_soak.py`: bench/ is on the path
+from bench_run_task import (
+    Clock,
+    provenance,
+    start_graph,
+)  # run as `python bench/bench_soak.py`: bench/ is on the path
 
 MIX = (
     "put the banana on the plate",
@@ -152,16 +156,9 @@ def checkpoint(soak: Soak, root: int, t0: float) -> None:
     print(f"  after {len(soak.outcomes)} trials: {line}", flush=True)
 
 
-def report(soak: Soak, args: argparse.Namespace, leaks: list[str], shm_left: list[str], wall: float) -> str:
-    git = ["git", "-C", str(Path(__file__).resolve().parents[1])]
-    commit = subprocess.run(
-        [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
-    dirty = bool(
-        subprocess.run(
-            [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
-        ).stdout.strip()
-    )
+def report(
+    soak: Soak, args: argparse.Namespace, leaks: list[str], shm_left: list[str], wall: float, at: str
+) -> str:
     n = len(soak.outcomes)
     ok = sum(o == "ok" for _, _, o in soak.outcomes)
     behind = sum(o.startswith("the simulation fell behind") for _, _, o in soak.outcomes)
@@ -169,8 +166,8 @@ def report(soak: Soak, args: argparse.Namespace, leaks: list[str], shm_left: lis
     lines = [
         "# Soak: consecutive RunTask trials through one sim graph",
         "",
-        f"Command: `python bench/bench_soak.py --trials {args.trials} --every {args.every}` at {commit}"
-        f"{' (uncommitted changes)' if dirty else ''}; {os.cpu_count()} cores, {platform.machine()}; "
+        f"Command: `python bench/bench_soak.py --trials {args.trials} --every {args.every}` at {at}; "
+        f"{os.cpu_count()} cores, {platform.machine()}; "
         f"{time.strftime('%Y-%m-%d %H:%M')}; {wall / 60:.0f} min.",
         "",
         f'**{ok}/{n} trials succeeded**; {behind} ended "the simulation fell behind"; {stale} ended in a '
@@ -243,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("ROS_DOMAIN_ID", str(150 + os.getpid() % 60))
     host = f"127.0.{os.getpid() % 200 + 30}.11"
+    at = provenance()
     shm_before = shm()
     log = open(args.log, "w")  # noqa: SIM115 - the graph writes to it until it ends
     graph = start_graph(host, log)
@@ -297,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     # A new segment nobody maps any more was left behind by the graph; one this process still
     # maps is its own ROS context's, gone when it exits.
     shm_left = sorted(shm() - shm_before - set(shm_maps()))
-    text = report(soak, args, leaks, shm_left, wall)
+    text = report(soak, args, leaks, shm_left, wall, at)
     print(text)
     if args.out:
         with open(args.out, "w") as f:

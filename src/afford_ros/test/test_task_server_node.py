@@ -297,3 +297,22 @@ def test_a_peer_killed_while_it_works_on_the_trial_ends_it_with_that_reason(
         for p in procs:
             p.kill()
             p.wait(timeout=10)
+
+
+def test_only_falling_behind_that_bears_on_the_motion_is_put_before_a_failure(real_task_server: Any) -> None:
+    """A slow second before the arm moved (a scene reset, a node starting) did not change what
+    the arm did and is not blamed; during the motion it is, and a stall long enough to lose the
+    robot's link is, whenever it came."""
+    from afford_ros.nodes.task_server import LIBFRANKA_TIMEOUT_S
+    from afford_sim.franky_world import LIBFRANKA_UDP_TIMEOUT
+
+    assert LIBFRANKA_TIMEOUT_S == LIBFRANKA_UDP_TIMEOUT
+    node = real_task_server
+    node._sim_behind = [(10.0, 0.05, "slow during the reset")]
+    assert node.behind_since(5.0, moving_since=20.0) == ""
+    assert node.behind_since(5.0, moving_since=None) == ""
+    node._sim_behind.append((25.0, 0.1, "slow while moving"))
+    assert node.behind_since(5.0, moving_since=20.0) == "slow while moving"
+    node._sim_behind.append((12.0, 1.5, "stalled 1.5 s before the motion"))
+    assert node.behind_since(5.0, moving_since=20.0) == "stalled 1.5 s before the motion"
+    assert node.behind_since(13.0, moving_since=None) == ""

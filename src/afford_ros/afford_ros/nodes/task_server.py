@@ -49,6 +49,10 @@ from afford_ros.qos import qos_profile
 from afford_sim.tasks import TASKS, find_task, get_task
 
 MODES = ("sim", "real")
+#: libfranka drops a connection after this much silence (s): a simulator stall this long loses
+#: the robot's link whenever it happens (afford_sim.franky_world.LIBFRANKA_UDP_TIMEOUT; not
+#: imported, to keep MuJoCo out of the task server).
+LIBFRANKA_TIMEOUT_S = 1.0
 
 
 class TrialAborted(Exception):
@@ -122,6 +126,7 @@ class TaskServerNode(Node):
         )
         # (monotonic time, worst gap, message) of the simulator's ERROR reports on /diagnostics.
         self._sim_behind: list[tuple[float, float, str]] = []
+        self._moving_since: float | None = None  # when the running trial began moving the arm
         self.create_subscription(
             DiagnosticArray,
             "/diagnostics",
@@ -180,10 +185,19 @@ class TaskServerNode(Node):
                 self._sim_behind = [r for r in self._sim_behind if now - r[0] < 600.0]
                 self._sim_behind.append((now, gap, status.message))
 
-    def behind_since(self, t0: float) -> str:
+    def behind_since(self, t0: float, moving_since: float | None = None) -> str:
         """The worst report (longest stall, then the first) of the simulator falling behind
-        (ERROR) received since ``t0`` (monotonic); "" if none."""
-        reports = [(-gap, t, m) for t, gap, m in list(self._sim_behind) if t >= t0]
+        (ERROR) that bears on a trial that started at ``t0`` and began moving the arm at
+        ``moving_since`` (monotonic; None: it never moved); "" if none.
+
+        A slow stretch before the motion (a scene reset compiling its model, a node restarting)
+        does not change what the arm did, so only reports from the motion on count, and before
+        it only a stall long enough for the robot's link to notice (libfranka's timeout)."""
+        reports = [
+            (-gap, t, m)
+            for t, gap, m in list(self._sim_behind)
+            if (moving_since is not None and t >= moving_since) or (t >= t0 and gap >= LIBFRANKA_TIMEOUT_S)
+        ]
         return min(reports)[2] if reports else ""
 
     def _state(self, text: str) -> None:
@@ -350,6 +364,7 @@ class TaskServerNode(Node):
         with self._busy:
             result = RunTask.Result(success=False, selected_index=-1)
             started = time.monotonic()
+            self._moving_since = None
             cause_known = False
             try:
                 self._trial(goal_handle, result)
@@ -362,7 +377,7 @@ class TaskServerNode(Node):
             if not result.success and self.mode == "sim" and result.task_id and not cause_known:
                 # A report covers the second before it: wait for the one about the failure.
                 time.sleep(1.1)
-                behind = self.behind_since(started)
+                behind = self.behind_since(started, self._moving_since)
                 if behind:
                     result.abstain_reason = f"{behind}; {result.abstain_reason}"
             if result.success:
@@ -428,6 +443,7 @@ class TaskServerNode(Node):
         if goal_handle.is_cancel_requested:
             raise TrialAborted("cancelled")
         self._feedback(goal_handle, "execute", summary)
+        self._moving_since = time.monotonic()
         head_names, head_ok = list(result.stage_names), list(result.stage_success)
         why = self._execute(goal_handle, plan.plan_id, result)
         result.stage_names = head_names + list(result.stage_names)
