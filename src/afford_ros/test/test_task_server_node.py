@@ -83,21 +83,8 @@ def test_a_real_trial_waits_for_the_operator_whatever_the_goal_asks(real_task_se
     node = real_task_server
     assert node.mode == "real" and not node.auto_approve
     goal = _Goal(auto_approve=asks_for_auto)
-    box: dict[str, Any] = {}
-
-    def wait() -> None:
-        try:
-            node._approve(goal, "pick up the mug: candidate #3")
-            box["approved"] = True
-        except Exception as err:  # noqa: BLE001 - the test reads it
-            box["error"] = err
-
-    thread = threading.Thread(target=wait, daemon=True)
-    thread.start()
-    end = time.monotonic() + 10
-    while not goal.feedback and time.monotonic() < end:
-        time.sleep(0.02)
-    assert goal.feedback and goal.feedback[0].startswith("approve: waiting for the operator"), goal.feedback
+    thread, box = _waiting(node, goal)
+    assert goal.feedback[0].startswith("approve: waiting for the operator"), goal.feedback
     assert ("automatic approval does not apply to the real robot" in goal.feedback[0]) == asks_for_auto
     time.sleep(0.5)
     assert thread.is_alive() and not box  # waiting means waiting
