@@ -385,8 +385,9 @@ def _pid_of(graph: dict, node: str) -> int:
 
 
 def _servers(monitor: Monitor, service: str) -> set[bytes]:
-    infos = monitor.node.get_subscriptions_info_by_topic(f"rq{service}Request", no_mangle=True)
-    return {bytes(i.endpoint_gid) for i in infos}
+    from afford_ros.nodes.task_server import service_servers
+
+    return service_servers(monitor.node, service)
 
 
 def _wait_new_server(monitor: Monitor, service: str, old: set[bytes], timeout: float = 120.0) -> None:

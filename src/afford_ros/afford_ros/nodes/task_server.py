@@ -55,6 +55,17 @@ MODES = ("sim", "real")
 LIBFRANKA_TIMEOUT_S = 1.0
 
 
+#: The planner's action that runs a skill.
+EXECUTE_SKILL = "/planner/execute_skill"
+
+
+def service_servers(node: Node, service: str) -> set[bytes]:
+    """The endpoints serving ``service`` now, as ``node`` sees the graph (the request readers'
+    GIDs): what tells one instance of a node from the next, restarted one."""
+    infos = node.get_subscriptions_info_by_topic(f"rq{service}Request", no_mangle=True)
+    return {bytes(i.endpoint_gid) for i in infos}
+
+
 class TrialAborted(Exception):
     """Ends a trial early; the text is the result's reason."""
 
@@ -141,7 +152,7 @@ class TaskServerNode(Node):
         self.perceive_client: Any = self.create_client(Perceive, "/perception/perceive", callback_group=group)
         self.plan_client: Any = self.create_client(PlanGrasp, "/planner/plan_grasp", callback_group=group)
         self.skill_client: Any = ActionClient(
-            self, ExecuteSkill, "/planner/execute_skill", callback_group=group
+            self, ExecuteSkill, EXECUTE_SKILL, callback_group=group
         )
         # Only the operator's tool can read this token (a file private to this account); an
         # approval without it is refused, whoever can reach the graph.
@@ -235,21 +246,15 @@ class TaskServerNode(Node):
     def _call(self, client: Any, request: Any, what: str) -> Any:
         if not client.wait_for_service(timeout_sec=5.0):
             raise TrialAborted(f"{what} is not available ({client.srv_name})")
-        servers = self._servers(client.srv_name)
+        servers = service_servers(self, client.srv_name)
         future = client.call_async(request)
         return self._answer(future, client.srv_name, servers, what, self.service_timeout)
-
-    def _servers(self, service: str) -> set[bytes]:
-        """The endpoints serving ``service`` now (the request readers' GIDs): what tells one
-        instance of a node from the next."""
-        infos = self.get_subscriptions_info_by_topic(f"rq{service}Request", no_mangle=True)
-        return {bytes(i.endpoint_gid) for i in infos}
 
     def _gone(self, service: str, servers: set[bytes], what: str) -> str:
         """Why the node that took a request on ``service`` cannot answer it any more, or ""."""
         if not servers:
             return ""  # not known at the call (the graph cache lagged): cannot tell
-        now = self._servers(service)
+        now = service_servers(self, service)
         if servers & now:
             if now - servers:
                 # A second instance of the node appeared: the launcher restarted it (the old
@@ -328,8 +333,8 @@ class TaskServerNode(Node):
         if not handle.accepted:
             raise TrialAborted("the planner refused to execute the plan")
         future = handle.get_result_async()
-        result_service = f"{self.skill_client._action_name}/_action/get_result"
-        servers = self._servers(result_service)
+        result_service = f"{EXECUTE_SKILL}/_action/get_result"
+        servers = service_servers(self, result_service)
         why, stopped, planner_gone = "", False, False
         checked = time.monotonic()
         while not future.done() and not planner_gone:
