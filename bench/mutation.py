@@ -82,6 +82,7 @@ EXPLAINED: tuple[tuple[str, str, str, str], ...] = (
     ("_held", "comparison flipped", "world.gripper_width() > 0.004", _BOUNDARY),
     ("PlaceTask.check_place", "comparison flipped", "np.all(centre[:2] >= lo)", _BOUNDARY),
     ("PlaceTask.check_place", "comparison flipped", "np.all(centre[:2] <= hi)", _BOUNDARY),
+    ("PlaceTask.check_place", "comparison flipped", "sunk >= need", _BOUNDARY),
     ("PlaceOnTableTask.check_place", "comparison flipped", "moved >= 0.08", _BOUNDARY),
     ("PlaceOnTableTask.check_place", "comparison flipped", "tilt <= 20", _BOUNDARY),
     ("HangTask.check_hang", "comparison flipped", "low > 0.05", _BOUNDARY),

@@ -242,6 +242,40 @@ def test_place_in_a_container_fails_across_the_rim_and_passes_inside() -> None:
         assert result.ok, result.detail
 
 
+def test_in_a_container_is_measured_from_the_rim_not_from_a_handle_above_it() -> None:
+    """A basket's handle arches 8-11 cm over its rim. Taking the handle's top, or everything but
+    the rim, as the rim would let an object resting on the rim pass as "in" (the top is raised
+    by the arch, the depth asked for only by a third of it). The depth the check reports is the
+    rim's top less the object's lowest point, measured here from the pieces themselves."""
+    from afford_sim.tasks import PlaceTask, _lowest_z
+
+    # Not registered: no benchmark task places into the basket, but a receiver with a part above
+    # its rim is exactly where the rim's top must come from the rim.
+    basket_task = type("PlaceCubeBasket", (PlaceTask,), {
+        "task_id": "place-cube-basket-v2", "target": "cube", "destination": "basket", "tier": "easy",
+        "instructions": ("put the cube in the basket",), "robots": ("fr3",),
+        "shapes": {"cube": {"size": (0.03, 0.035)}}})
+    task = basket_task()
+    assert task.contains()
+    world = BatchWorld(sample_scene(task.scene(SEED), SEED))
+    try:
+        task.begin(world)
+        centre, top = _mouth(world, "basket")
+        handle = max(float(s.world_vertices()[:, 2].max()) for s in world.collision_shapes()
+                     if s.object == "basket" and s.part == "handle")
+        assert handle > top + 0.07  # the case this test is about: a part well above the rim
+        # Beside the handle's plane (x = 0 in the basket's frame), so the cube drops past it.
+        side = world.object_pose("basket")[:3, 0]
+        _put_centre_at(world, "cube", [*(centre + 0.03 * side[:2]), top + 0.03])
+        world.advance(1.5)
+        result = _check(task, "place", world)
+        assert result.ok, result.detail
+        sunk = float(re.findall(r"([\d.]+) cm below the rim", result.detail)[0])
+        assert sunk == pytest.approx((top - _lowest_z(world, "cube")) * 100, abs=0.1), result.detail
+    finally:
+        world.close()
+
+
 def test_containing_receivers_draw_objects_that_fit_their_mouth() -> None:
     """Every place-in task's scenes pair an object whose footprint diagonal passes the mouth;
     the pinned shapes are recorded with the scene and declared in the randomization."""
