@@ -28,8 +28,15 @@ import numpy as np
 
 from afford_core.grasp import GraspCandidate
 from afford_planner.antipodal import AntipodalConfig, sample_antipodal_grasps
+from afford_planner.ik import IKConfig
+from afford_planner.motion import PlannerConfig
 
 SCENE_SEED_SPACE = 2**31 - 1
+
+#: The evaluation's reference planner: another OMPL planner (BKPIECE1 explores by cell
+#: coverage, not by RRTConnect's greedy trees), five times the budget, three times the IK
+#: restarts and twice the IK goals of the default.
+REFERENCE_PLANNER = PlannerConfig(algorithm="BKPIECE1", time_limit=5.0, ik=IKConfig(restarts=60), ik_goals=8)
 
 
 def scene_seed(suite: str, scene_index: int) -> int:
@@ -49,16 +56,21 @@ class CandidateSetConfig:
         antipodal: The generic sampler's parameters (its seed is replaced by the scene seed).
         terms: Feasibility and function parameters (``afford_planner.terms.TermsConfig``);
             None: the AFFORD-X defaults.
+        reference: The reference planner that retries every candidate the default planner
+            found no plan for, so that a candidate counts as infeasible only when neither
+            plans it (``afford_planner.motion.PlannerConfig``); None: no retry.
     """
 
     antipodal: AntipodalConfig = field(default_factory=AntipodalConfig)
     terms: Any = None
+    reference: PlannerConfig | None = field(default_factory=lambda: REFERENCE_PLANNER)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready form, part of the set's hash."""
         return {
             "antipodal": dataclasses.asdict(self.antipodal),
             "terms": None if self.terms is None else dataclasses.asdict(self.terms),
+            "reference": None if self.reference is None else dataclasses.asdict(self.reference),
         }
 
 
@@ -102,7 +114,8 @@ def _oracle_terms(ep: Any, cands: list[GraspCandidate], terms_cfg: Any) -> None:
     # A part the labels say is out of view keeps the grounded points the pipeline used, so the
     # oracle differs from the pipeline only where the labels know better.
     parts = {p: (pts if len(pts) >= 5 else ep.parts[p]) for p, pts in parts.items()}
-    cfg = terms_cfg or TermsConfig()
+    # Only function and task are read from the twins; reach stays the set's own.
+    cfg = dataclasses.replace(terms_cfg or TermsConfig(), reach_source="box")
     pull = ep.pull_axis
     if intent.next_action in FURNITURE_ACTIONS and len(parts[intent.grasp_region]):
         face = parts.get(intent.use_region or "", np.empty((0, 3)))
@@ -184,9 +197,9 @@ def build_candidate_set(
         for c in cands:
             c.terms.setdefault("antipodal", 0.0)
         ep.candidates = cands
-        ep.score(cfg.terms, SelectionConfig())
+        ep.score(cfg.terms, SelectionConfig(), with_arm_reach=True)
         _oracle_terms(ep, cands, cfg.terms)
-        ep.plan(cands)
+        ep.plan(cands, reference=cfg.reference)
         set_hash = candidate_set_id(cands, suite, scene_index, seed, grounding, cfg)
         cam = next(c for c in world.placed.spec.cameras if c.name == obs.camera)
         return CandidateSet(

@@ -133,8 +133,11 @@ def execute_candidate(
 
 
 def _candidate_record(
-    c: GraspCandidate, planned: bool, origin: str, outcome: dict[str, Any], masked: bool
+    c: GraspCandidate, ep: Any, origin: str, outcome: dict[str, Any], masked: bool
 ) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    if c.index in ep.plan_failures:
+        extra["plan_failures"] = dict(ep.plan_failures[c.index])
     return {
         "index": int(c.index),
         "source": c.source,
@@ -143,7 +146,11 @@ def _candidate_record(
         "rotation": [[float(v) for v in row] for row in c.rotation],
         "width": float(c.width),
         "terms": {k: float(v) for k, v in sorted(c.terms.items()) if math.isfinite(float(v))},
-        "planned": planned,
+        # "planned": the default planner's plan, what L4's plan term and the @planned mask
+        # know; "plan_source": which planner's plan was executed (None: not executed).
+        "planned": ep.plan_source.get(c.index) == "default",
+        "plan_source": ep.plan_source.get(c.index),
+        **extra,
         "in_region_mask": masked,
         "outcome": outcome,
     }
@@ -186,8 +193,10 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
 
         {"suite", "scene", "seed", "sentence", "grounding", "candidate_set_hash",
          "candidates": [{"index", "source", "origin" ("propose" | "antipodal"), "position",
-                         "rotation", "width", "terms": {...}, "planned": bool,
-                         "in_region_mask": bool,
+                         "rotation", "width", "terms": {...}, "planned": bool (the default
+                         planner planned it), "plan_source": "default" | "reference" | None
+                         (whose plan was executed), "plan_failures": {planner: why} (when the
+                         default failed), "in_region_mask": bool,
                          "outcome": {"success", "stages": {name: bool},
                                      "failed_stage": str | None, "detail": str}}],
          "methods": {name: selected index | None},
@@ -235,17 +244,18 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
         t = time.perf_counter()
         outcomes = {c.index: execute_candidate(ep, state, c) for c in cands}
         timings["execute"] = time.perf_counter() - t
-        executed = sum(1 for c in cands if c.index in ep.plans)
-        timings["per_candidate"] = timings["execute"] / executed if executed else 0.0
+        executed = [c for c in cands if c.index in ep.plans]
+        timings["per_candidate"] = timings["execute"] / len(executed) if executed else 0.0
 
         t = time.perf_counter()
-        planned = [c for c in cands if c.index in ep.plans]
+        # The plan mask the methods get is the default planner's: what L4's plan term knows.
+        planned = [c for c in cands if ep.plan_source.get(c.index) == "default"]
         seed = scene_seed(suite, scene_index)
         rng = np.random.default_rng(seed)
-        sample = rng.choice(len(planned), size=min(cfg.determinism_samples, len(planned)), replace=False)
+        sample = rng.choice(len(executed), size=min(cfg.determinism_samples, len(executed)), replace=False)
         determinism = []
         for k in sorted(int(i) for i in sample):
-            c = planned[k]
+            c = executed[k]
             again = execute_candidate(ep, state, c)
             determinism.append(
                 {"index": int(c.index), "first": outcomes[c.index]["success"], "second": again["success"]}
@@ -299,8 +309,7 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
             "grounding": cfg.grounding,
             "candidate_set_hash": built.set_hash,
             "candidates": [
-                _candidate_record(c, c.index in ep.plans, built.origins[c.index], outcomes[c.index],
-                                  masked[c.index])
+                _candidate_record(c, ep, built.origins[c.index], outcomes[c.index], masked[c.index])
                 for c in cands
             ],
             "methods": methods,

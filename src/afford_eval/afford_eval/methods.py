@@ -16,7 +16,10 @@ tie's size is recorded, so a report can say how often a rule did not decide.
                            grounded region's 2-D mask in the camera image (GenManip's
                            AnyGrasp + Filter); abstains when none does
     afford_<L>_<gate>_<comb>   AFFORD-X ``selection.select`` at level L1..L4, gate none or
-                           feasibility, combination weighted_sum or product
+                           feasibility, combination weighted_sum or product, reach from
+                           AFFORD-X's fixed workspace box
+    afford_<L>_<gate>_<comb>_armreach   the same cell with reach from the arm's IK at the
+                           grasp pose (``reach_arm``): the gate then follows the arm
     part_label_terms       L4, feasibility gate, product, with function and task terms from
                            the simulator's part labels (``function_oracle``, ``task_oracle``):
                            what better grounding would give on the same candidates. Not a
@@ -39,6 +42,7 @@ from scipy import ndimage
 
 from afford_core.grasp import GraspCandidate
 from afford_planner.selection import Combination, Gate, Level, SelectionConfig, select
+from afford_planner.terms import ReachSource
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,8 @@ class MethodChoice:
 Method = Callable[[Sequence[GraspCandidate], MethodContext], MethodChoice]
 PLANNED = "@planned"
 """Suffix of a method run over the planned candidates only."""
+ARM_REACH = "_armreach"
+"""Suffix of an AFFORD-X cell whose reach term comes from the arm's IK, not AFFORD-X's box."""
 
 ABSTAIN = MethodChoice(None, 0)
 
@@ -208,14 +214,30 @@ def _select_with_ties(cands: Sequence[GraspCandidate], cfg: SelectionConfig, con
     return MethodChoice(seeded_pick(sel.tied, context.seed, salt), len(sel.tied))
 
 
-def afford(level: Level, gate: Gate, combination: Combination) -> Method:
+def with_reach(cands: Sequence[GraspCandidate], reach: ReachSource) -> list[GraspCandidate]:
+    """Copies of ``cands`` whose ``reach`` term is the named reading: ``reach_box`` (AFFORD-X's
+    box; plain ``reach`` in runs made before both were stored) or ``reach_arm`` (the arm's IK).
+    A method's name says which reach it used, whichever the set was scored with."""
+    twins = copy.deepcopy(list(cands))
+    for c in twins:
+        key = f"reach_{reach}"
+        if reach == "arm" and key not in c.terms:
+            raise KeyError(f"candidate {c.index} has no reach_arm term: the set was scored without the arm's "
+                           "reach test (a run made before it existed cannot rank with it)")
+        if key in c.terms:
+            c.terms["reach"] = c.terms[key]
+    return twins
+
+
+def afford(level: Level, gate: Gate, combination: Combination, reach: ReachSource = "box") -> Method:
     """The AFFORD-X rule at one factorial cell, ties drawn (``selection.select`` alone would
-    take the lowest index)."""
-    name = f"afford_{level}_{gate}_{combination}"
+    take the lowest index); ``reach="arm"`` reads the reach term from the arm's IK instead of
+    AFFORD-X's box."""
+    name = f"afford_{level}_{gate}_{combination}" + ("" if reach == "box" else ARM_REACH)
 
     def method(cands: Sequence[GraspCandidate], context: MethodContext) -> MethodChoice:
         cfg = SelectionConfig(combination=combination, gate=gate, level=level, weights=dict(context.weights))
-        return _select_with_ties(cands, cfg, context, name)
+        return _select_with_ties(with_reach(cands, reach), cfg, context, name)
 
     method.__name__ = name
     return method
@@ -223,7 +245,7 @@ def afford(level: Level, gate: Gate, combination: Combination) -> Method:
 
 def part_label_terms(cands: Sequence[GraspCandidate], context: MethodContext) -> MethodChoice:
     """L4 product with the feasibility gate, on function and task terms from the part labels."""
-    twins = copy.deepcopy(list(cands))
+    twins = with_reach(cands, "box")
     for c in twins:
         c.terms["function"] = c.terms["function_oracle"]
         c.terms["task"] = c.terms["task_oracle"]
@@ -252,6 +274,8 @@ _BASE: dict[str, Method] = {
     "stability": stability,
     "stability_filter": stability_filter,
     **{f"afford_{lv}_{g}_{cb}": afford(lv, g, cb) for lv in LEVELS for g in GATES for cb in COMBINATIONS},
+    **{f"afford_{lv}_{g}_{cb}{ARM_REACH}": afford(lv, g, cb, "arm")
+       for lv in LEVELS for g in GATES for cb in COMBINATIONS},
     "part_label_terms": part_label_terms,
 }
 METHODS: dict[str, Method] = {**_BASE, **{f"{n}{PLANNED}": planned_only(m) for n, m in _BASE.items()}}

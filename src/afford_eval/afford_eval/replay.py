@@ -137,16 +137,23 @@ const LEVEL_TERMS = {L1: ["reach", "approach", "clearance"],
   L4: ["reach", "approach", "clearance", "function", "task", "plan"]};
 const GATE_EPS = 1e-12;
 function termOf(c, k) { const v = c.terms[k]; return v === undefined ? NaN : v; }
+// The reach reading a rule uses: AFFORD-X's box (reach_box; plain reach in runs made before
+// both were stored) or the arm's IK (reach_arm).
+function ruleTerm(c, k, rule) {
+  if (k !== "reach") return termOf(c, k);
+  if (rule.reach === "arm") return termOf(c, "reach_arm");
+  return "reach_box" in c.terms ? c.terms.reach_box : termOf(c, "reach");
+}
 function selectRule(cands, rule, weights, threshold) {
   const eligible = cands.map(c => rule.gate === "none" ||
-    termOf(c, "reach") * termOf(c, "approach") * termOf(c, "clearance") >= threshold - GATE_EPS);
+    ruleTerm(c, "reach", rule) * termOf(c, "approach") * termOf(c, "clearance") >= threshold - GATE_EPS);
   let names = LEVEL_TERMS[rule.level], note = "";
   if (rule.level === "L4" && !cands.some((c, i) => eligible[i] && ("plan" in c.terms))) {
     names = LEVEL_TERMS.L3; note = "no plan term: ranked on the L3 terms";
   }
   const scores = cands.map((c, i) => {
     if (!eligible[i]) return 0;
-    const xs = names.map(k => termOf(c, k));
+    const xs = names.map(k => ruleTerm(c, k, rule));
     if (rule.comb === "product") return xs.reduce((a, b) => a * b, 1);
     const ws = names.map(k => weights[k] ?? 1);
     const wsum = ws.reduce((a, b) => a + b, 0);
@@ -169,12 +176,16 @@ let current = null;
 
 function ruleFromHash() {
   const h = new URLSearchParams(location.hash.slice(1));
-  for (const [key, id] of [["gate", "gate"], ["comb", "comb"], ["level", "level"]]) {
+  for (const [key, id] of [["gate", "gate"], ["comb", "comb"], ["level", "level"], ["reach", "reach"]]) {
     const v = h.get(key);
-    if (v !== null && [...$(id).options].some(o => o.value === v)) $(id).value = v;
+    if (v !== null && [...$(id).options].some(o => o.value === v && !o.disabled)) $(id).value = v;
   }
 }
-function rule() { return {gate: $("gate").value, comb: $("comb").value, level: $("level").value}; }
+function rule() {
+  return {gate: $("gate").value, comb: $("comb").value, level: $("level").value, reach: $("reach").value};
+}
+const ARM = D.candidates.length > 0 && D.candidates.every(c => "reach_arm" in c.terms);
+if (!ARM) { $("reach").value = "box"; $("reach").options[1].disabled = true; }
 
 function colour(t) {  // score 0..1 -> dark blue .. yellow
   const stops = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]];
@@ -199,7 +210,8 @@ function update() {
     const c = D.candidates[i], tr = tb.insertRow();
     tr.dataset.index = c.index;
     if (i === current.chosen) tr.className = "chosen";
-    const cells = [c.index, c.source, ...terms.map(k => k in c.terms ? c.terms[k].toFixed(3) : "-"),
+    const cells = [c.index, c.source,
+      ...terms.map(k => k in c.terms ? ruleTerm(c, k, r).toFixed(3) : "-"),
       current.eligible[i] ? "yes" : "no", current.scores[i].toFixed(4),
       c.success ? "success" : ("fail" + (c.failed_stage ? " @ " + c.failed_stage : "")),
       c.detail.length > 70 ? c.detail.slice(0, 70) + "..." : c.detail];
@@ -211,7 +223,7 @@ function update() {
     });
   });
   const out = $("selected");
-  const method = `afford_${r.level}_${r.gate}_${r.comb}`;
+  const method = `afford_${r.level}_${r.gate}_${r.comb}` + (r.reach === "arm" ? "_armreach" : "");
   const rec = method in D.recorded ? D.recorded[method] : undefined;
   if (current.chosen === null) {
     out.dataset.index = "none"; out.dataset.success = "false";
@@ -243,7 +255,7 @@ function update() {
   }
   $("note").textContent = current.note;
   allRules();
-  location.hash = `gate=${r.gate}&comb=${r.comb}&level=${r.level}`;
+  location.hash = `gate=${r.gate}&comb=${r.comb}&level=${r.level}&reach=${r.reach}`;
   draw();
 }
 
@@ -254,7 +266,7 @@ function allRules() {  // every factorial cell at once: where the rule matters i
     const tr = tb.insertRow();
     tr.insertCell().textContent = level;
     for (const comb of ["weighted_sum", "product"]) for (const gate of ["none", "feasibility"]) {
-      const s = selectRule(D.candidates, {gate, comb, level}, D.weights, D.gate_threshold);
+      const s = selectRule(D.candidates, {gate, comb, level, reach: r.reach}, D.weights, D.gate_threshold);
       const c = s.chosen === null ? null : D.candidates[s.chosen];
       const td = tr.insertCell();
       td.dataset.rule = `${level}_${gate}_${comb}`;
@@ -324,7 +336,7 @@ window.addEventListener("mousemove", e => {
   view.drag = [e.clientX, e.clientY]; draw();
 });
 cv.addEventListener("wheel", e => { e.preventDefault(); view.scale *= Math.exp(-0.001 * e.deltaY); draw(); });
-for (const id of ["gate", "comb", "level"]) $(id).addEventListener("change", update);
+for (const id of ["gate", "comb", "level", "reach"]) $(id).addEventListener("change", update);
 window.addEventListener("hashchange", () => { ruleFromHash(); if (location.hash.slice(1) !== "") update(); });
 $("title").textContent = `${D.suite} / scene ${D.scene}: "${D.sentence}"`;
 $("meta").textContent = `${D.candidates.length} candidates, set ${D.candidate_set_hash.slice(0, 12)}; ` +
@@ -353,6 +365,8 @@ td.ok {{ color: #1a7f37; }} td.fail {{ color: #cf222e; }}
 <option value="weighted_sum">weighted sum</option></select></label>
 <label>level <select id="level"><option>L1</option><option>L2</option><option>L3</option>
 <option selected>L4</option></select></label>
+<label>reach from <select id="reach"><option value="box">AFFORD-X's box</option>
+<option value="arm">the arm's IK</option></select></label>
 <span id="note"></span></p>
 <output id="selected"></output> <span id="agree"></span>
 <div id="wrap"><canvas id="view" width="520" height="440"></canvas>
@@ -415,16 +429,21 @@ def write_replay(
     return out
 
 
-def selections_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]]) -> dict[str, int | None]:
+def selections_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]],
+                   reach: str = "box") -> dict[str, int | None]:
     """What ``afford_planner.selection.select`` chooses for each ``(level, gate, comb)`` on the
-    page's candidates: the reference the page's JavaScript is tested against."""
-    return {name: (min(tied) if tied else None) for name, tied in ties_for(data, rules).items()}
+    page's candidates, reach read from ``reach`` ("box" or "arm"): the reference the page's
+    JavaScript is tested against."""
+    return {name: (min(tied) if tied else None) for name, tied in ties_for(data, rules, reach).items()}
 
 
-def ties_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]]) -> dict[str, list[int]]:
+def ties_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]],
+             reach: str = "box") -> dict[str, list[int]]:
     """The candidates tied for the top of each ``(level, gate, comb)`` under
-    ``afford_planner.selection.select`` (empty: it abstains); the run's methods drew among them."""
+    ``afford_planner.selection.select`` (empty: it abstains), reach from AFFORD-X's box or the
+    arm as the evaluation's methods read it; the run's methods drew among them."""
     from afford_core.grasp import GraspCandidate
+    from afford_eval.methods import ARM_REACH, with_reach
     from afford_planner.selection import SelectionConfig, select
 
     out: dict[str, list[int]] = {}
@@ -434,11 +453,12 @@ def ties_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]]) -> 
                 position=np.array(c["position"]),
                 rotation=np.array(c["rotation"]),
                 width=c["width"],
-                terms={k: v for k, v in c["terms"].items() if k in RANK_TERMS},
+                terms=dict(c["terms"]),
                 index=c["index"],
             )
             for c in data["candidates"]
         ]
+        cands = with_reach(cands, cast(Any, reach))
         cfg = SelectionConfig(
             combination=cast(Any, comb),  # validated by SelectionConfig itself
             gate=cast(Any, gate),
@@ -446,5 +466,6 @@ def ties_for(data: Mapping[str, Any], rules: Sequence[tuple[str, str, str]]) -> 
             weights=dict(data["weights"]),
             gate_threshold=data["gate_threshold"],
         )
-        out[f"afford_{level}_{gate}_{comb}"] = list(select(cands, cfg).tied)
+        name = f"afford_{level}_{gate}_{comb}" + (ARM_REACH if reach == "arm" else "")
+        out[name] = list(select(cands, cfg).tied)
     return out

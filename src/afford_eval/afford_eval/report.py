@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,9 @@ _RENAMED = {"oracle": "part_label_terms"}  # names of earlier runs
 #: point, with a handful it is the spread of a few means, neither of them an interval.
 MIN_CLUSTERS = 5
 PLANNED = "@planned"  # afford_eval.methods.PLANNED; the report does not import the methods
+ARM_REACH = "_armreach"  # afford_eval.methods.ARM_REACH
+REACHES = ("box", "arm")
+REACH_NAMES = {"box": "reach from AFFORD-X's workspace box", "arm": "reach from the arm's IK"}
 VIEWS = ("", PLANNED)
 VIEW_NAMES = {"": "all candidates", PLANNED: "planned candidates only"}
 ALL_SUITES = "all suites"
@@ -88,10 +92,15 @@ def _base(method: str) -> str:
     return _RENAMED.get(base, base)
 
 
-def _cell_index(methods: Sequence[str], view: str = "") -> dict[tuple[str, str, str], str]:
-    """Factorial cell -> method name, among the methods of one view (all or planned only)."""
+def _cell_index(
+    methods: Sequence[str], view: str = "", reach: str = "box"
+) -> dict[tuple[str, str, str], str]:
+    """Factorial cell -> method name, among the methods of one view (all or planned only) and
+    one reading of the reach term (AFFORD-X's box, or the arm's IK: the ``_armreach`` cells)."""
     return {cell: m for m in methods
-            if (m.endswith(PLANNED) == (view == PLANNED)) and (cell := factorial_cell(_base(m))) is not None}
+            if m.endswith(PLANNED) == (view == PLANNED)
+            and _base(m).endswith(ARM_REACH) == (reach == "arm")
+            and (cell := factorial_cell(_base(m).removesuffix(ARM_REACH))) is not None}
 
 
 # --------------------------------------------------------------------------- outcomes
@@ -130,6 +139,29 @@ def _determinism(records: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
     # Not counterfactual.determinism_disagreements: reading a report must not import the simulator.
     checks = [d for r in records for d in r.get("determinism", [])]
     return sum(bool(d["first"]) != bool(d["second"]) for d in checks), len(checks)
+
+
+# Why a candidate was not executed, from its planners' reasons (afford_planner.motion).
+_UNEXECUTED = (
+    ("IK did not converge", "no IK solution at the pre-grasp (joint limits or reach)"),
+    ("out of reach", "no IK solution at the pre-grasp (joint limits or reach)"),
+    ("rejected (e.g. in collision)", "the arm at the pre-grasp collides"),
+    ("line blocked", "the approach line collides"),
+    ("line needs joint", "the approach line flips the arm's branch"),
+    ("line cannot be followed", "the approach line leaves the arm's reach"),
+    ("found no path", "no free-space path found"),
+)
+
+
+def _unexecuted_reason(c: Mapping[str, Any]) -> str:
+    failures = c.get("plan_failures") or {}
+    why = failures.get("reference") or failures.get("default") or ""
+    return next((label for key, label in _UNEXECUTED if key in why), "not recorded" if not why else "other")
+
+
+def _executed(c: Mapping[str, Any]) -> bool:
+    """Whether the candidate ran; records made before the reference planner have ``planned``."""
+    return c["plan_source"] is not None if "plan_source" in c else bool(c.get("planned"))
 
 
 def _suite_summary(
@@ -176,12 +208,21 @@ def _suite_summary(
             comparisons.append(row)
 
     for view in VIEWS:
-        cells = _cell_index(methods, view)
+        for reach in REACHES:
+            cells = _cell_index(methods, view, reach)
+            suffix = ARM_REACH if reach == "arm" else ""
+            for comb in COMBINATIONS:
+                for level in LEVELS:
+                    on, off = cells.get((level, "feasibility", comb)), cells.get((level, "none", comb))
+                    if on and off:
+                        compare(f"gate on - off, {level}, {comb}{suffix}{view}", on, off)
+        # The gate with the arm's reach against the gate with AFFORD-X's box, same cells.
+        box, arm = _cell_index(methods, view, "box"), _cell_index(methods, view, "arm")
         for comb in COMBINATIONS:
-            for level in LEVELS:
-                on, off = cells.get((level, "feasibility", comb)), cells.get((level, "none", comb))
-                if on and off:
-                    compare(f"gate on - off, {level}, {comb}{view}", on, off)
+            for level in ("L1", "L4"):
+                a, b = arm.get((level, "feasibility", comb)), box.get((level, "feasibility", comb))
+                if a and b:
+                    compare(f"reach from the arm - from the box, {level} gated {comb}{view}", a, b)
     # The headline: L4 against baselines given the same plan mask, all over planned candidates;
     # then over all candidates, as AFFORD-X compares.
     for view in (PLANNED, ""):
@@ -201,6 +242,7 @@ def _suite_summary(
         planned = [c["outcome"]["success"] for c in r["candidates"] if c.get("planned")]
         planned_ok.append(float(np.mean(planned)) if planned else 0.0)
     ceiling = wilson(any_ok, n, cfg.confidence) if n else (0.0, 1.0)
+    every = [c for r in records for c in r["candidates"]]
     return {
         "scenes": n,
         "rates": rates,
@@ -219,6 +261,10 @@ def _suite_summary(
         "expected_random": {"all": float(np.mean(frac_ok)) if frac_ok else 0.0,
                             "planned": float(np.mean(planned_ok)) if planned_ok else 0.0},
         "planned_candidates": int(sum(c.get("planned", False) for r in records for c in r["candidates"])),
+        "executed_candidates": int(sum(_executed(c) for c in every)),
+        "reference_planned": int(sum(c.get("plan_source") == "reference" for c in every)),
+        "unexecuted": dict(sorted(Counter(_unexecuted_reason(c) for c in every if not _executed(c)).items(),
+                                  key=lambda kv: -kv[1])),
         "candidates": int(sum(n_cands)),
     }
 
@@ -271,6 +317,15 @@ def _suite_markdown(name: str, s: Mapping[str, Any], methods: Sequence[str], plo
         f"a uniformly random candidate succeeds with probability {s['expected_random']['all']:.2f} "
         f"on average, a random planned one {s['expected_random']['planned']:.2f} (chance)."
     )
+    if "executed_candidates" in s:
+        left = s["candidates"] - s["executed_candidates"]
+        reasons = "; ".join(f"{why} {n}" for why, n in s.get("unexecuted", {}).items())
+        out.append(
+            f"Executed: {s['executed_candidates']} of {s['candidates']} candidates, "
+            f"{s.get('reference_planned', 0)} of them planned only by the reference planner "
+            f"(tried on every candidate the default planner could not plan); {left} unexecuted"
+            + (f" ({reasons})." if reasons else ".")
+        )
     for scene, why in s.get("unevaluable", {}).items():
         out.append(f"Scene {scene} has no candidate set ({why}); every method counts it as a failure.")
     out.append("")
@@ -294,14 +349,15 @@ def _suite_markdown(name: str, s: Mapping[str, Any], methods: Sequence[str], plo
     out.append(f"| random, expected (chance) | {_pct(er['planned'])} | {_pct(er['all'])} |")
     out.append(f"| ceiling (any candidate succeeded) | {_rate_cell(c)} | {_rate_cell(c)} |")
     out.append("")
-    for view in (PLANNED, ""):
-        cells_of = _cell_index(methods, view)
+    for view, reach in ((v, r) for r in REACHES for v in (PLANNED, "")):
+        cells_of = _cell_index(methods, view, reach)
         if not cells_of:
             continue
+        title = VIEW_NAMES[view] + ("" if reach == "box" else f", {REACH_NAMES[reach]}")
         out += [
-            f"### AFFORD-X factorial, {VIEW_NAMES[view]}",
+            f"### AFFORD-X factorial, {title}",
             "",
-            f"Success rate [{conf} Wilson interval]; level x gate x combination.",
+            f"Success rate [{conf} Wilson interval]; level x gate x combination; {REACH_NAMES[reach]}.",
             "",
         ]
         heads = [f"{g} / {c}" for c in COMBINATIONS for g in GATES]

@@ -33,6 +33,8 @@ DOWN = np.diag([1.0, -1.0, -1.0])
 def cand(index: int, xyz: tuple[float, float, float], **terms: float) -> GraspCandidate:
     base = {"reach": 1.0, "approach": 1.0, "clearance": 1.0, "function": 1.0, "task": 1.0, "plan": 1.0}
     base.update(terms)
+    base.setdefault("reach_box", base["reach"])
+    base.setdefault("reach_arm", base["reach"])
     base.setdefault("function_oracle", base["function"])
     base.setdefault("task_oracle", base["task"])
     return GraspCandidate(np.array(xyz), DOWN, terms=base, index=index)
@@ -65,7 +67,8 @@ def context(**kw: object) -> MethodContext:
 def test_every_suite_sentence_parses_and_has_a_task() -> None:
     """A suite that silently drops a sentence would report a rate over other tasks than it names."""
     check_suites()
-    assert set(SUITES) == {"pick_and_place", "hang", "pour", "tool_by_handle", "drawer", "gate_edge"}
+    assert set(SUITES) == {"pick_and_place", "hang", "pour", "tool_by_handle", "drawer", "gate_edge",
+                           "gate_clutter"}
     assert sentence_for("tool_by_handle", 4) == get_task(SUITES["tool_by_handle"][1]).instruction
 
 
@@ -73,7 +76,7 @@ def test_the_gate_suite_puts_the_tool_across_the_reach_box_edge_beside_a_block()
     """Where the gate can matter: the target straddles the far face of the reach box (x = 0.75
     m), with a block beside it; the other suites keep their tasks' own scenes."""
     from afford_eval.candidate_sets import scene_seed
-    from afford_eval.suites import STANDARD_SUITES, scene_for
+    from afford_eval.suites import STANDARD_SUITES, scene_for, task_for_scene
     from afford_planner.terms import TermsConfig
     from afford_sim.scene import sample_scene
 
@@ -88,7 +91,19 @@ def test_the_gate_suite_puts_the_tool_across_the_reach_box_edge_beside_a_block()
         lo, hi = float(xs.min()), float(xs.max())
         straddles += lo < far < hi
     assert straddles >= 3
-    assert "gate_edge" not in STANDARD_SUITES
+    assert "gate_edge" not in STANDARD_SUITES and "gate_clutter" not in STANDARD_SUITES
+    # The clutter suite: the tool where its task puts it, four blocks crowded round it, at
+    # least two within the clearance term's 5 cm margin of the tool's footprint.
+    for k in range(4):
+        seed = scene_seed("gate_clutter", k)
+        spec = scene_for("gate_clutter", k, seed)
+        assert spec.objects[0] == get_task(task_for_scene("gate_clutter", k)).scene(seed).objects[0]
+        placed = sample_scene(spec, seed)
+        tool = placed.objects[0]
+        blocks = [o for o in placed.objects if o.spec.name.startswith("clutter_")]
+        assert len(blocks) == 4 and all(b.spec.category == "cube" for b in blocks)
+        gaps = [tool.footprint.distance(b.footprint) for b in blocks]  # between footprint rectangles
+        assert sum(g < 0.05 for g in gaps) >= 2 and min(gaps) < 0.03, (k, gaps)
     seed = scene_seed("hang", 0)
     assert scene_for("hang", 0, seed) == get_task("hang-mug-v1").scene(seed)
 
@@ -162,6 +177,27 @@ def test_gate_matters_under_weighted_sum_not_under_product() -> None:
     assert picks["afford_L3_none_product"].index == picks["afford_L3_feasibility_product"].index == 1
 
 
+def test_armreach_cells_gate_on_the_arms_reach_and_the_others_on_the_box() -> None:
+    """The gate-edge case in miniature: candidate 0 lies past AFFORD-X's box (reach_box 0.1) but
+    the arm reaches it (reach_arm 1) and it is the better grasp; candidate 1 is inside both.
+    The box cells gate 0 out, the _armreach cells keep it. A box cell reads reach_box even
+    when the set was scored with reach from the arm, so a method's name says what it used; a
+    set scored without the arm's test cannot be ranked by an _armreach cell."""
+    out = cand(0, (0.78, 0.0, 0.02), reach=1.0, reach_box=0.1, reach_arm=1.0, function=1.0)
+    inside = cand(1, (0.5, 0.0, 0.02), reach=1.0, reach_box=1.0, reach_arm=1.0, function=0.5)
+    names = [f"afford_L2_feasibility_{c}{r}" for c in ("weighted_sum", "product") for r in ("", "_armreach")]
+    picks = apply_methods([out, inside], context(), names)
+    assert picks["afford_L2_feasibility_product"].index == 1
+    assert picks["afford_L2_feasibility_weighted_sum"].index == 1
+    assert picks["afford_L2_feasibility_product_armreach"].index == 0
+    assert picks["afford_L2_feasibility_weighted_sum_armreach"].index == 0
+    old = [cand(0, (0.5, 0.0, 0.02))]
+    del old[0].terms["reach_box"], old[0].terms["reach_arm"]
+    assert METHODS["afford_L1_feasibility_product"](old, context()).index == 0  # plain reach: box
+    with pytest.raises(KeyError, match="no reach_arm term"):
+        METHODS["afford_L1_feasibility_product_armreach"](old, context())
+
+
 def test_part_label_terms_read_the_label_terms_and_methods_do_not_mutate_the_set() -> None:
     """part_label_terms differs from ours only in where the region comes from; and no method may
     leave scores behind in the shared set, or the next method would rank another set."""
@@ -170,7 +206,7 @@ def test_part_label_terms_read_the_label_terms_and_methods_do_not_mutate_the_set
     picks = apply_methods(cands, context(planned=frozenset({0, 1})))
     assert picks["afford_L4_feasibility_product"].index == 0 and picks["part_label_terms"].index == 1
     assert [c.terms for c in cands] == before and all(c.score == 0.0 for c in cands)
-    assert set(picks) == set(all_method_names()) and len(all_method_names()) == 2 * (3 + 16 + 1)
+    assert set(picks) == set(all_method_names()) and len(all_method_names()) == 2 * (3 + 2 * 16 + 1)
     with pytest.raises(KeyError, match="unknown methods"):
         apply_methods(cands, context(), ["anygrasp"])
 
@@ -274,6 +310,46 @@ def test_rates_count_abstentions_as_failures() -> None:
 
 
 @pytest.mark.slow
+def test_the_reference_planner_retries_what_the_default_could_not_plan() -> None:
+    """A candidate counts as unexecutable only when the reference planner cannot plan it
+    either. Here the default planner is starved (5 IK iterations, no restart), so it fails
+    where a real planner succeeds: the reference plans those, they become executable with
+    plan_source "reference", the default's reason is kept, and their plan term stays 0 (L4
+    knows only what the robot's own planner found)."""
+    from afford_eval.suites import scene_for, sentence_for, task_for_scene
+    from afford_perception.grounding import make_source
+    from afford_perception.parser import parse
+    from afford_pipeline.episode import Episode
+    from afford_planner.ik import IKConfig
+    from afford_planner.motion import MotionPlanner, PlannerConfig
+    from afford_planner.selection import SelectionConfig
+    from afford_sim.scene import sample_scene
+    from afford_sim.world import BatchWorld
+
+    world = BatchWorld(sample_scene(scene_for("pick_and_place", 1, 11), seed=11))
+    try:
+        ep = Episode(parse(sentence_for("pick_and_place", 1)), get_task(task_for_scene("pick_and_place", 1)),
+                     world, make_source("oracle"), seed=11)
+        ep.perceive()
+        ep.ground()
+        cands = ep.propose()
+        ep.score(None, SelectionConfig())
+        starved = PlannerConfig(ik=IKConfig(max_iterations=5, restarts=0))
+        ep.planner = MotionPlanner(ep.model, ep.cworld, starved)
+        ep.plan(cands, reference=PlannerConfig())
+        sources = {c.index: ep.plan_source[c.index] for c in cands}
+        rescued = [i for i, src in sources.items() if src == "reference"]
+        assert rescued, sources
+        for i in rescued:
+            assert i in ep.plans and "IK did not converge" in ep.plan_failures[i]["default"]
+            assert "reference" not in ep.plan_failures[i]
+            assert next(c for c in cands if c.index == i).terms["plan"] == 0.0
+        for i, src in sources.items():
+            assert (i in ep.plans) == (src is not None)
+    finally:
+        world.close()
+
+
 def test_one_real_scene_is_evaluated_counterfactually(tmp_path) -> None:  # noqa: ANN001
     """Every candidate of a real pick-and-place scene is executed from the same saved state and
     recorded; re-executions agree; methods select from the set; the record survives JSON and its
@@ -292,13 +368,17 @@ def test_one_real_scene_is_evaluated_counterfactually(tmp_path) -> None:  # noqa
     assert any(c["planned"] for c in cands)
     for c in cands:
         out = c["outcome"]
-        if c["planned"]:
+        if c["plan_source"] is not None:
             assert out["stages"] and list(out["stages"])[0] == "approach"
             assert out["success"] == all(out["stages"].values()) == (out["failed_stage"] is None)
         else:
             assert out == {"success": False, "stages": {}, "failed_stage": "plan", "detail": "no plan"}
-        for k in ("reach", "function", "task", "plan", "antipodal", "function_oracle", "task_oracle"):
+            assert set(c["plan_failures"]) == {"default", "reference"}
+        for k in ("reach", "reach_box", "reach_arm", "function", "task", "plan", "antipodal",
+                  "function_oracle", "task_oracle"):
             assert 0.0 <= c["terms"][k] <= 1.0
+        # The arm reaches whatever it can plan to: a plan implies an IK solution at the grasp.
+        assert not c["planned"] or c["terms"]["reach_arm"] == 1.0
     assert set(rec["methods"]) == set(all_method_names())
     assert all(v is None or 0 <= v < len(cands) for v in rec["methods"].values())
     assert len(rec["determinism"]) == 2

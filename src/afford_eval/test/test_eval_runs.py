@@ -308,6 +308,9 @@ def test_report_gives_ceiling_chance_ties_and_the_planned_view(tmp_path: Path) -
         rec["candidates"][2]["planned"] = False  # candidate 2 succeeded in the record but...
         rec["candidates"][2]["outcome"] = {"success": False, "stages": {}, "failed_stage": "plan",
                                            "detail": "no plan"}  # ...unplanned, it cannot
+        why = "to the pre-grasp: goal pose refused: IK did not converge in 61 attempts"
+        rec["candidates"][2].update(plan_source=None, plan_failures={"default": why, "reference": why})
+        rec["candidates"][1]["plan_source"] = "reference" if k == 0 else "default"
         if k == 3:
             for c in rec["candidates"]:
                 c["outcome"]["success"] = False
@@ -329,6 +332,9 @@ def test_report_gives_ceiling_chance_ties_and_the_planned_view(tmp_path: Path) -
     assert "sentence_low" not in cmp["L4 product gated@planned - stability@planned"]
     assert "n/a (1 sentences)" in md and "| ceiling (any candidate succeeded) | 0.75" in md
     assert "| random, expected (chance) | 0.38 | 0.25 |" in md
+    assert ("Executed: 8 of 12 candidates, 1 of them planned only by the reference planner (tried on "
+            "every candidate the default planner could not plan); 4 unexecuted (no IK solution at the "
+            "pre-grasp (joint limits or reach) 4).") in md
 
 
 def test_report_pools_suites_and_rebuilds_identically(tmp_path: Path) -> None:
@@ -341,6 +347,35 @@ def test_report_pools_suites_and_rebuilds_identically(tmp_path: Path) -> None:
     assert report.build_report(run, cfg).read_text() == first
     pooled = json.loads((run / "report" / "summary.json").read_text())["suites"][report.ALL_SUITES]
     assert pooled["scenes"] == 8 and pooled["rates"]["stability"]["successes"] == 0
+
+
+def test_report_puts_the_arms_reach_beside_the_box(tmp_path: Path) -> None:
+    """The _armreach cells get a factorial table of their own (not merged into, or overwriting,
+    the box's cells), their own gate on - off rows, and the arm - box comparison."""
+    arm = ("afford_L4_feasibility_product_armreach", "afford_L4_none_product_armreach")
+
+    def scene(suite: str, k: int) -> dict[str, Any]:
+        rec = synthetic_record(suite, k)
+        # The arm's gate keeps candidate 2 (a success) where the box's abstained (scene 3).
+        rec["methods"] = {**rec["methods"], arm[0]: 2 if k == 3 else rec["methods"][METHODS[5]],
+                          arm[1]: rec["methods"]["afford_L4_none_product"]}
+        return rec
+
+    cfg = runs.RunConfig(("hang",), 4, (*METHODS, *arm), "oracle", {"weights": {"reach": 1.0}})
+    run = tmp_path / "r"
+    runs.execute(run, cfg, scene, progress=False)
+    md = report.build_report(run, report.ReportConfig(resamples=300, plots=False)).read_text()
+    hang = json.loads((run / "report" / "summary.json").read_text())["suites"]["hang"]
+    cmp = {c["label"]: c for c in hang["comparisons"]}
+    assert cmp["reach from the arm - from the box, L4 gated product"]["diff"] == pytest.approx(0.25)
+    assert cmp["gate on - off, L4, product_armreach"]["a"] == arm[0]
+    assert cmp["gate on - off, L4, product"]["a"] == "afford_L4_feasibility_product"
+    assert "### AFFORD-X factorial, all candidates, reach from the arm's IK" in md
+    box_table = md.split("### AFFORD-X factorial, all candidates\n")[1].split("###")[0]
+    arm_table = md.split("reach from the arm's IK\n")[1].split("###")[0]
+    row = "| L4 | 0.50 [0.15, 0.85] | 1.00 [0.51, 1.00] | 0.50 [0.15, 0.85] | 0.75 [0.30, 0.95] |"
+    assert row in box_table
+    assert "| L4 | - | - | 0.50 [0.15, 0.85] | 1.00 [0.51, 1.00] |" in arm_table
 
 
 def test_factorial_names_are_parsed() -> None:

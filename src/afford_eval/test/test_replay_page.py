@@ -209,6 +209,35 @@ def test_every_rule_matches_the_engine(tmp_path: Path) -> None:
     }
 
 
+@needs_chromium
+def test_the_reach_switch_reads_the_arms_reach_as_the_engine_does(tmp_path: Path) -> None:
+    """Candidate 0 is outside AFFORD-X's box but the arm reaches it: with reach from the arm the
+    gate keeps it and the weighted sum picks it, on the page as in the engine's _armreach cells;
+    every cell of the rule table under the arm's reach equals the engine's. A run without
+    reach_arm offers the box alone."""
+    record = gate_record()
+    for c in record["candidates"]:
+        c["terms"]["reach_box"] = c["terms"]["reach"]
+        c["terms"]["reach_arm"] = 1.0
+    record["methods"] = {"afford_L4_feasibility_weighted_sum_armreach": 0}
+    page, data = _page(tmp_path, record)
+    dom = _dom(page, "gate=feasibility&comb=weighted_sum&level=L4&reach=arm")
+    assert _selected(dom) == ("0", "false")
+    assert 'id="agree" data-state="agrees"' in dom
+    assert _selected(_dom(page, "gate=feasibility&comb=weighted_sum&level=L4&reach=box")) == ("1", "true")
+    cells = dict(re.findall(r'data-rule="([^"]+)" data-index="([^"]+)"', dom))
+    rules = [(lv, g, cb) for lv in ("L1", "L2", "L3", "L4") for g in ("none", "feasibility")
+             for cb in ("weighted_sum", "product")]
+    engine = replay.selections_for(data, rules, reach="arm")
+    for lv, g, cb in rules:
+        want = engine[f"afford_{lv}_{g}_{cb}_armreach"]
+        assert cells[f"{lv}_{g}_{cb}"] == ("none" if want is None else str(want)), (lv, g, cb)
+    plain, _ = _page(tmp_path, gate_record())
+    dom = _dom(plain, "gate=feasibility&comb=weighted_sum&level=L4&reach=arm")
+    assert _selected(dom) == ("1", "true")  # no reach_arm in the run: the box, and the option is off
+    assert re.search(r'<option value="arm" disabled', dom)
+
+
 def test_replay_command_writes_the_page_from_a_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

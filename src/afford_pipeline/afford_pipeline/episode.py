@@ -21,7 +21,8 @@ from afford_core.robots import DEFAULT_ROBOT, RobotDescription, get_robot
 from afford_core.types import Intent, NextAction, ObjectCloud, region_names
 from afford_perception.grounding import GroundingSource
 from afford_planner.collision import CollisionWorld
-from afford_planner.motion import MotionPlanner, PlanResult
+from afford_planner.ik import arm_reach
+from afford_planner.motion import MotionPlanner, PlannerConfig, PlanResult
 from afford_planner.robot_model import RobotModel
 from afford_planner.samplers import DEFAULT_SAMPLERS, SamplerContext, propose
 from afford_planner.selection import Selection, SelectionConfig, select
@@ -111,6 +112,8 @@ class Episode:
         pull_axis: Opening direction of a drawer or door (furniture tasks only).
         candidates: The candidate set, with their terms once ranked.
         plans: Per candidate index, the free-space plan to the pre-grasp and the approach line.
+        plan_source: Per planned-for candidate, "default", "reference" (:meth:`plan`) or None.
+        plan_failures: Per candidate the default planner failed on, why, by planner.
         table: The support surface, when there is no ``world`` to read it from.
         arm_q: The robot's current joint values, when there is no ``world``.
         look: Observes the held target again after the lift (its cloud and grounded parts), or
@@ -133,6 +136,8 @@ class Episode:
     pull_axis: np.ndarray | None = None
     candidates: list[GraspCandidate] = field(default_factory=list)
     plans: dict[int, tuple[PlanResult, PlanResult]] = field(default_factory=dict)
+    plan_source: dict[int, str | None] = field(default_factory=dict)
+    plan_failures: dict[int, dict[str, str]] = field(default_factory=dict)
     skill_config: SkillConfig = field(default_factory=SkillConfig)
     table: TableBox | None = None
     arm_q: Callable[[], np.ndarray] | None = None
@@ -147,9 +152,10 @@ class Episode:
                     f"the world holds the {self.world.robot.name}, not the {get_robot(self.robot).name}"
                 )
             self.robot = self.world.robot
-        self.robot = get_robot(self.robot or DEFAULT_ROBOT)
-        self.gripper = self.robot.gripper
-        self.model = RobotModel(self.robot)
+        robot = get_robot(self.robot or DEFAULT_ROBOT)
+        self.robot = robot
+        self.gripper = robot.gripper
+        self.model = RobotModel(robot)
         self.cworld = CollisionWorld(self.model)
         if self.world is not None:
             spec = self.world.placed.spec.table
@@ -240,12 +246,21 @@ class Episode:
         self.candidates = propose(ctx, self.samplers)
         return self.candidates
 
-    def score(self, terms: TermsConfig | None, selection: SelectionConfig) -> Selection:
-        """Fill the feasibility, function and task terms and rank (levels up to L3)."""
+    def score(self, terms: TermsConfig | None, selection: SelectionConfig,
+              with_arm_reach: bool = False) -> Selection:
+        """Fill the feasibility, function and task terms and rank (levels up to L3).
+
+        The arm's own reach test (IK at each grasp pose) runs when the terms take reach from
+        the arm, or when ``with_arm_reach`` asks for the ``reach_arm`` reading anyway (the
+        evaluation compares both readings on the same candidates)."""
         cfg = terms or TermsConfig(gripper=gripper_geometry(self.gripper))
         if self.pull_axis is not None:  # the executor meets a handle on a front frontally
             cfg = dataclasses.replace(cfg, preferred_approach=tuple(-self.pull_axis))
-        fill_terms(self.candidates, self.region, self.obstacles, cfg)
+        reach = None
+        if cfg.reach_source == "arm" or with_arm_reach:
+            assert self.arm_q is not None
+            reach = arm_reach(self.model, self.arm_q())
+        fill_terms(self.candidates, self.region, self.obstacles, cfg, arm_reach=reach)
         assert self.cloud is not None
         pull = None if self.pull_axis is None else (float(self.pull_axis[0]), float(self.pull_axis[1]), 0.0)
         cx, cy, cz = (float(v) for v in self.cloud.center)
@@ -255,33 +270,65 @@ class Episode:
 
     # Stage 2 ------------------------------------------------------------------------------------
 
-    def plan(self, cands: list[GraspCandidate]) -> None:
+    def plan(self, cands: list[GraspCandidate], reference: PlannerConfig | None = None) -> None:
         """Plan each candidate (free space to the pre-grasp, then the straight approach) and
         set its ``plan`` term to 1/L normalised by the best; 0 without a collision-free plan.
-        Eligible candidates that were not planned get 0 too, so L4 ranks a consistent set."""
+        Eligible candidates that were not planned get 0 too, so L4 ranks a consistent set.
+
+        With a ``reference`` planner, a candidate the default planner found no plan for is
+        tried again with it (another OMPL planner, a longer budget, more IK restarts) before it
+        counts as infeasible: the evaluation executes what any planner can reach, so that a
+        method is not scored on the project's planner. A reference plan is executable
+        (``plans``) but gives no ``plan`` term: the term is what the robot's own planner knows.
+        ``plan_source`` says which planner planned each candidate (None: neither), and
+        ``plan_failures`` why each failed planner failed."""
         assert self.arm_q is not None
         q0 = self.arm_q()
         raw: dict[int, float] = {}
+        retry: list[GraspCandidate] = []
         for c in cands:
-            pre = c.pose_matrix()
-            pre[:3, 3] -= c.approach * self.skill_config.pregrasp_offset
-            free = self.planner.plan_to_pose(q0, pre)
-            line = None
-            if free.success:
-                self.cworld.allow("target", self.cworld.hand_links)
-                line = self.planner.cartesian_path(free.waypoints[-1], c.pose_matrix())
-                self.cworld.disallow("target")
-            if line is not None and line.success:
-                self.plans[c.index] = (free, line)
-                raw[c.index] = 1.0 / max(free.path_length + line.path_length, 1e-6)
+            found, why = self._plan_one(self.planner, q0, c)
+            if found is not None:
+                self.plans[c.index] = found
+                self.plan_source[c.index] = "default"
+                raw[c.index] = 1.0 / max(found[0].path_length + found[1].path_length, 1e-6)
             else:
+                self.plan_failures[c.index] = {"default": why}
+                self.plan_source[c.index] = None
                 raw[c.index] = 0.0
+                retry.append(c)
+        if reference is not None and retry:
+            planner = MotionPlanner(self.model, self.cworld, reference)
+            for c in retry:
+                found, why = self._plan_one(planner, q0, c)
+                if found is not None:
+                    self.plans[c.index] = found
+                    self.plan_source[c.index] = "reference"
+                else:
+                    self.plan_failures[c.index]["reference"] = why
         best = max(raw.values(), default=0.0)
         for c in self.candidates:
             if c.index in raw:
                 c.terms["plan"] = raw[c.index] / best if best > 0 else 0.0
             elif c.terms.get("eligible", 0) > 0:
                 c.terms["plan"] = 0.0
+
+    def _plan_one(self, planner: MotionPlanner, q0: np.ndarray,
+                  c: GraspCandidate) -> tuple[tuple[PlanResult, PlanResult] | None, str]:
+        """Free space to the pre-grasp, then the straight approach; the two plans, or why not."""
+        pre = c.pose_matrix()
+        pre[:3, 3] -= c.approach * self.skill_config.pregrasp_offset
+        free = planner.plan_to_pose(q0, pre)
+        if not free.success:
+            return None, f"to the pre-grasp: {free.reason}"
+        self.cworld.allow("target", self.cworld.hand_links)
+        try:
+            line = planner.cartesian_path(free.waypoints[-1], c.pose_matrix())
+        finally:
+            self.cworld.disallow("target")
+        if not line.success:
+            return None, f"the approach line: {line.reason}"
+        return (free, line), ""
 
     def choose(
         self,

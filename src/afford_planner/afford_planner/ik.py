@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
+from afford_core.grasp import GraspCandidate
 from afford_planner.robot_model import RobotModel
 
 
@@ -258,3 +259,21 @@ def local_ik(
     limits = f" with joint(s) {', '.join(at_limit)} at their limits" if at_limit else ""
     reason = f"local IK stalled at {pos * 1000:.1f} mm / {rot:.2f} deg{limits}"
     return IKResult(False, None, pos, rot, 1, its, reason)
+
+
+def arm_reach(
+    model: RobotModel, q_seed: np.ndarray, config: IKConfig | None = None
+) -> Callable[[GraspCandidate], bool]:
+    """The reach test of the AFFORD-X reach term taken from the arm itself: can the TCP be put
+    at a candidate's grasp pose, position and orientation, within the joint limits.
+
+    Collisions are not looked at (the clearance term and the planner see them), so this is the
+    kinematic part of "reachable" only. Out-of-reach poses are refused in microseconds; a pose
+    near the edge of the workspace costs up to ``config.restarts + 1`` descents.
+    """
+    q_seed = model.check_q(q_seed, "q_seed")
+
+    def reachable(cand: GraspCandidate) -> bool:
+        return solve_ik(model, cand.pose_matrix(), q_seed, config).success
+
+    return reachable

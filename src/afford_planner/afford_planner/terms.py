@@ -4,6 +4,8 @@ Every factor is a pure function of one candidate and the scene geometry, returni
 [0, 1]; the numbers are the ones AFFORD-X reports (``TermsConfig`` defaults):
 
     reach      r = 1 if the TCP lies inside the workspace box, else 0.1
+               (or, with ``reach_source="arm"``, 1 if the arm's IK puts its TCP at the grasp
+               pose within the joint limits, else 0.1)
     approach   a = max(0.3, cos angle(approach, preferred approach))
     clearance  c = min(1, d_min / 0.05)
     gate       eligible  <=>  r * a * c >= 0.5
@@ -11,7 +13,10 @@ Every factor is a pure function of one candidate and the scene geometry, returni
 
 None of the feasibility factors looks at the object's function; the function factor looks at
 nothing else. ``fill_terms`` writes all of them into ``GraspCandidate.terms`` under the keys
-``reach``, ``approach``, ``clearance``, ``feasibility`` (= r*a*c) and ``function``.
+``reach``, ``approach``, ``clearance``, ``feasibility`` (= r*a*c) and ``function``, and both
+reach readings beside them: ``reach_box`` always, ``reach_arm`` when an arm test is given. The
+box is AFFORD-X's fixed Franka workspace; the FR3 reaches past its far face (x = 0.75 m), so a
+box gate removes grasps the arm can make (bench/results/eval-gate_edge-20).
 
 The gripper is modelled by a skeleton of line segments in the gripper frame (z approach,
 y closing axis, origin at the TCP), see ``GripperGeometry``; clearance is measured from it.
@@ -19,8 +24,9 @@ y closing axis, origin at the TCP), see ``GripperGeometry``; clearance is measur
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -30,6 +36,12 @@ from afford_core.robots import DEFAULT_ROBOT, GripperDescription, get_robot
 
 # Keys this module writes into GraspCandidate.terms.
 FEASIBILITY_TERMS: tuple[str, ...] = ("reach", "approach", "clearance")
+
+ReachSource = Literal["box", "arm"]
+REACH_SOURCES: tuple[ReachSource, ...] = ("box", "arm")
+
+#: Whether the arm can put its TCP at a candidate's grasp pose (``afford_planner.ik.arm_reach``).
+ArmReach = Callable[[GraspCandidate], bool]
 
 
 def _vec3(value: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
@@ -166,9 +178,13 @@ class TermsConfig:
         workspace_min: Lower corner (x, y, z) of the reach box in the robot base frame (m).
         workspace_max: Upper corner of the reach box. The defaults are AFFORD-X's Franka box:
             x -0.10..0.75, y -0.50..0.50, z 0.005..0.90.
-        reach_inside: r for a TCP inside the box (bounds inclusive).
-        reach_outside: r for a TCP outside the box. Not 0, so that an ungated weighted sum can
-            still rank such a grasp (and pick it, which is what the gate is there to prevent).
+        reach_inside: r for a TCP inside the box (bounds inclusive), or reachable by the arm.
+        reach_outside: r for a TCP outside the box, or out of the arm's reach. Not 0, so that an
+            ungated weighted sum can still rank such a grasp (and pick it, which is what the
+            gate is there to prevent).
+        reach_source: Which reading is ``reach``: ``"box"`` (AFFORD-X's workspace box, the
+            default) or ``"arm"`` (the arm's inverse kinematics at the grasp pose, within joint
+            limits; collisions are left to clearance and the planner).
         preferred_approach: Approach the executor prefers, in the base frame; normalised here.
             Top-down (0, 0, -1) by default.
         approach_floor: Lowest approach score; every approach more than arccos(floor) from the
@@ -186,6 +202,7 @@ class TermsConfig:
     workspace_max: tuple[float, float, float] = (0.75, 0.50, 0.90)
     reach_inside: float = 1.0
     reach_outside: float = 0.1
+    reach_source: ReachSource = "box"
     preferred_approach: tuple[float, float, float] = (0.0, 0.0, -1.0)
     approach_floor: float = 0.3
     clearance_margin: float = 0.05
@@ -205,6 +222,8 @@ class TermsConfig:
             raise ValueError(
                 f"need 0 <= reach_outside < reach_inside <= 1, got {self.reach_outside}, {self.reach_inside}"
             )
+        if self.reach_source not in REACH_SOURCES:
+            raise ValueError(f"reach_source must be one of {REACH_SOURCES}, got {self.reach_source!r}")
         d = _vec3(self.preferred_approach, "preferred_approach")
         norm = float(np.linalg.norm(d))
         if norm < 1e-9:
@@ -295,6 +314,7 @@ def fill_terms(
     region_points: np.ndarray | None,
     obstacle_points: np.ndarray | None,
     config: TermsConfig,
+    arm_reach: ArmReach | None = None,
 ) -> list[GraspCandidate]:
     """Write reach, approach, clearance, feasibility (= r*a*c) and function into each candidate.
 
@@ -306,13 +326,23 @@ def fill_terms(
             support surface under the target unless the fingers must not approach it: a
             fingertip 1 cm above a table point scores c = 0.2 and is gated out.
         config: Factor parameters.
+        arm_reach: Whether the arm reaches a candidate's grasp pose; when given, every
+            candidate also gets ``reach_arm``. Needed when ``config.reach_source`` is "arm".
+
+    Raises:
+        ValueError: ``reach_source="arm"`` without ``arm_reach``.
     """
+    if config.reach_source == "arm" and arm_reach is None:
+        raise ValueError("reach_source='arm' needs arm_reach (afford_planner.ik.arm_reach(model, q_seed))")
     region = _points(region_points, "region_points")
     obstacles = _points(obstacle_points, "obstacle_points")
     region_tree = cKDTree(region) if len(region) else None
     obstacle_tree = cKDTree(obstacles) if len(obstacles) else None
     for cand in cands:
-        cand.terms["reach"] = reach_term(cand, config)
+        cand.terms["reach_box"] = reach_term(cand, config)
+        if arm_reach is not None:
+            cand.terms["reach_arm"] = config.reach_inside if arm_reach(cand) else config.reach_outside
+        cand.terms["reach"] = cand.terms[f"reach_{config.reach_source}"]
         cand.terms["approach"] = approach_term(cand, config)
         cand.terms["clearance"] = clearance_term(cand, obstacle_tree, config)
         cand.terms["feasibility"] = feasibility(cand.terms)

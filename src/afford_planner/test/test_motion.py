@@ -283,6 +283,21 @@ def test_plan_goes_around_the_wall(robot: RobotModel) -> None:
     np.testing.assert_array_equal(again.waypoints, result.waypoints)
 
 
+@pytest.mark.parametrize("algorithm", ["BKPIECE1", "PRM"])
+def test_another_ompl_planner_goes_around_the_wall_too(robot: RobotModel, algorithm: str) -> None:
+    """The evaluation's reference planner is another OMPL planner; it must plan the same kind of
+    valid path, and a failure names the planner that failed."""
+    world = wall_world(robot)
+    q_left, q_right = wall_sides(robot)
+    result = MotionPlanner(robot, world, PlannerConfig(algorithm=algorithm, seed=5, time_limit=10.0)).plan(
+        q_left, q_right)
+    assert result.success, result.reason
+    assert_path_clear(wall_world(robot, padding=0.0), result.waypoints)
+    starved = MotionPlanner(robot, world, PlannerConfig(algorithm=algorithm, seed=5, time_limit=1e-4))
+    failed = starved.plan(q_left, q_right)
+    assert not failed.success and f"{algorithm} found no path" in failed.reason
+
+
 def test_plan_refuses_goal_in_obstacle_without_planning(robot: RobotModel) -> None:
     """A goal inside an obstacle can never be reached; say so at once with the touching pair."""
     world = wall_world(robot)
@@ -396,6 +411,7 @@ def test_time_parameterization_respects_velocity_limits(robot: RobotModel) -> No
     ("factory", "message"),
     [
         (lambda: PlannerConfig(time_limit=0.0), "time_limit"),
+        (lambda: PlannerConfig(algorithm="RRTstar"), "algorithm"),
         (lambda: PlannerConfig(seed=0), "seed"),
         (lambda: PlannerConfig(collision_step=0.5), "collision_step"),
         (lambda: IKConfig(position_tolerance=-1.0), "position_tolerance"),

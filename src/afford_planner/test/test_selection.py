@@ -140,9 +140,41 @@ def test_fill_terms_writes_every_factor_and_their_product() -> None:
     """Logged terms are what the replay viewer and the paired analysis read back."""
     cands = [grasp(TCP, tilted(60)), grasp([0.8, 0.0, 0.2], index=1)]
     fill_terms(cands, region_points=np.array([[0.4, 0.0, 0.2]]), obstacle_points=None, config=CFG)
-    expected = {"reach": 1.0, "approach": 0.5, "clearance": 1.0, "feasibility": 0.5, "function": 1.0}
+    expected = {"reach": 1.0, "reach_box": 1.0, "approach": 0.5, "clearance": 1.0, "feasibility": 0.5,
+                "function": 1.0}
     assert cands[0].terms == pytest.approx(expected)
     assert cands[1].terms["feasibility"] == pytest.approx(0.1)
+
+
+def test_reach_can_come_from_the_arm_instead_of_the_box() -> None:
+    """AFFORD-X's box ends at x = 0.75 m; the FR3 puts its hand top-down at 0.80 m. With reach
+    from the arm that grasp is reachable (r = 1) and one 1.2 m away is not; both readings are
+    kept, and the configured one is ``reach``. Asking for the arm without a test is an error,
+    not a silent fall back to the box."""
+    from afford_planner.ik import arm_reach
+    from afford_planner.robot_model import RobotModel
+
+    model = RobotModel()
+    reach = arm_reach(model, model.q_home)
+    near, far, beyond = grasp([0.80, 0.0, 0.2]), grasp([1.2, 0.0, 0.2], index=1), grasp(TCP, index=2)
+    assert reach(near) and not reach(far) and reach(beyond)
+    arm = TermsConfig(reach_source="arm")
+    cands = fill_terms([near, far, beyond], None, None, arm, arm_reach=reach)
+    assert [c.terms["reach_box"] for c in cands] == [0.1, 0.1, 1.0]
+    assert [c.terms["reach_arm"] for c in cands] == [1.0, 0.1, 1.0]
+    assert [c.terms["reach"] for c in cands] == [1.0, 0.1, 1.0]
+    assert cands[0].terms["feasibility"] == pytest.approx(1.0)
+    # The box stays the default reading; the arm's is stored beside it when a test is given.
+    boxed = fill_terms([grasp([0.80, 0.0, 0.2])], None, None, CFG, arm_reach=reach)[0]
+    assert boxed.terms["reach"] == 0.1 and boxed.terms["reach_arm"] == 1.0
+    with pytest.raises(ValueError, match="reach_source='arm' needs arm_reach"):
+        fill_terms([grasp(TCP)], None, None, arm)
+    with pytest.raises(ValueError, match="reach_source"):
+        TermsConfig(reach_source="elbow")  # type: ignore[arg-type]
+    # The orientation counts, not just the distance: at 0.78 m top-down is reachable, but a
+    # hand pointing back at the robot puts the wrist 10 cm further out, past the arm's reach.
+    assert reach(grasp([0.78, 0.0, 0.2]))
+    assert not reach(grasp([0.78, 0.0, 0.2], approach=(-1.0, 0.0, 0.0), closing=(0.0, 1.0, 0.0)))
 
 
 @pytest.mark.parametrize(
