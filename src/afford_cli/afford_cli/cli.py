@@ -302,6 +302,16 @@ def _affordance_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _affordance_independent(args: argparse.Namespace) -> int:
+    from afford_data.independent_split import IndependentConfig, generate_independent
+
+    entry = generate_independent(args.data, IndependentConfig(instances=args.instances, views=args.views,
+                                                              seed=args.seed))
+    print(f"wrote {Path(args.data) / entry['file']}: {entry['clouds']} clouds, {entry['queries']} queries, "
+          f"categories {', '.join(entry['categories'])}; {entry['independent']['seconds']:.0f} s")
+    return 0
+
+
 def _affordance_eval(args: argparse.Namespace) -> int:
     from afford_perception.affordance.evaluate import HELDOUT_SPLITS, evaluate_sources
 
@@ -321,11 +331,14 @@ def _affordance_eval(args: argparse.Namespace) -> int:
         for name, r in by_source.items():
             views = ", ".join(f"{k} {v:.3f}" for k, v in r.get("by_view", {}).items())
             print(f"  {name:<10} overall by kind of view: {views}")
+        for name, r in by_source.items():
+            cats = ", ".join(f"{k} {v:.3f}" for k, v in r.get("by_category", {}).items())
+            print(f"  {name:<10} overall by category: {cats}")
     return 0
 
 
 def _add_affordance(sub: argparse._SubParsersAction) -> None:
-    from afford_perception.affordance.dataset import SPLITS
+    from afford_perception.affordance.dataset import INDEPENDENT_SPLIT, SPLITS
 
     aff = sub.add_parser("affordance", help="the learned affordance model: data, train, eval")
     asub = aff.add_subparsers(dest="affordance_command", required=True)
@@ -351,7 +364,9 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
     tr.set_defaults(func=_affordance_train)
     ev = asub.add_parser("eval", help="mIoU per affordance of each source on the held-out splits")
     ev.add_argument("--data", default=AFFORDANCE_DATA, help=f"data set folder (default {AFFORDANCE_DATA})")
-    ev.add_argument("--split", action="append", choices=SPLITS, help="split, repeatable (default: held-out)")
+    ev.add_argument("--split", action="append", choices=(*SPLITS, INDEPENDENT_SPLIT),
+                    help=f"split, repeatable (default: the held-out splits; {INDEPENDENT_SPLIT}: objects "
+                         "made by another author, written by `afford affordance independent`)")
     ev.add_argument("--sources", nargs="+", default=["learned", "geometric", "oracle"],
                     choices=_grounding_sources(), help="sources to score (default: learned geometric oracle)")
     ev.add_argument("--weights", default=None,
@@ -361,6 +376,14 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
                          "know it): its score on bare clouds")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.set_defaults(func=_affordance_eval)
+    ind = asub.add_parser("independent", help=f"write the {INDEPENDENT_SPLIT} split: objects made by another "
+                                              "author, single noisy views, never trained on")
+    ind.add_argument("--data", default=AFFORDANCE_DATA,
+                     help=f"folder to add it to (a data set's, or a new one; default {AFFORDANCE_DATA})")
+    ind.add_argument("--instances", type=int, default=8, help="objects per category (default 8)")
+    ind.add_argument("--views", type=int, default=3, help="partial views per object (default 3)")
+    ind.add_argument("--seed", type=int, default=0)
+    ind.set_defaults(func=_affordance_independent)
 
 
 # --------------------------------------------------------------------------- afford eval
@@ -399,11 +422,12 @@ def _eval_run(args: argparse.Namespace) -> int:
         weights={k: 1.0 for k in RANK_TERMS},
         candidate_set=CandidateSetConfig(
             terms=TermsConfig(), reference=None if args.no_reference_planner else REFERENCE_PLANNER),
-        video_dir=str((out / "videos").resolve()) if videos else None,
+        video_dir=str((out / "videos").resolve()) if videos or args.film_selected else None,
         video=videos,
+        film_selected=args.film_selected,
     )
     # The stored config names the video folder relative to the run, so a moved run still matches.
-    stored = {**dataclasses.asdict(ev), "video_dir": "videos" if videos else None}
+    stored = {**dataclasses.asdict(ev), "video_dir": "videos" if ev.video_dir else None}
     config = runs.RunConfig(tuple(suites), args.scenes, tuple(methods), args.grounding, stored)
     summary = runs.execute(
         out,
@@ -476,6 +500,9 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--jobs", type=int, default=1, help="scenes evaluated in parallel (processes)")
     run.add_argument("--videos", type=int, default=2, help="scenes per suite whose L4 rollout is filmed")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--film-selected", action="store_true",
+                     help="film every rollout some method selected while it executes (videos/, 320x240, "
+                          "10 fps), and check each against the same candidate executed without the camera")
     run.add_argument("--no-reference-planner", action="store_true",
                      help="do not retry the candidates the default planner could not plan with the reference "
                           "planner (BKPIECE1, 5 s, more IK restarts); faster, but a candidate then counts as "

@@ -1,9 +1,10 @@
 """Counterfactual execution of a scene: every candidate from one saved state, then every method.
 
-``evaluate_scene`` builds the scene's candidate set, saves the world state, executes every
-candidate from that identical state through the task's skill to the task's stage checks,
-re-executes a sample to measure determinism, and only then applies the methods, which see
-the candidates' terms but not the outcomes. The scene record it returns is the contract with
+``evaluate_scene`` builds the scene's candidate set, saves the world state, applies the
+methods (they see the candidates' terms and the perception context, never an outcome), executes
+every candidate from that identical state through the task's skill to the task's stage checks
+(filming the ones some method selected, when asked), and re-executes a sample to measure
+determinism. The scene record it returns is the contract with
 the run directories and the report (see :func:`evaluate_scene` for its schema).
 """
 
@@ -42,6 +43,14 @@ class EvalConfig:
         video: ``(method, scene_index)`` pairs whose selected candidate's rollout is recorded
             (again, from the same saved state, with frames from the ``video`` camera).
         video_fps: Frames per second of the videos.
+        film_selected: Film every rollout some method selected, *while it executes*: the
+            rollout whose outcome the methods are scored on is the one on film. Each filmed
+            candidate is then executed once more without the camera, and the record says
+            whether that agrees with the filmed outcome (filming must not change what happens).
+            Needs ``video_dir``.
+        film_fps: Frames per second of those films.
+        film_scale: Every ``film_scale``-th pixel of the video camera's rows and columns is
+            kept (2: 320 x 240 from 640 x 480), so a run's films stay small enough to keep.
     """
 
     grounding: str = "oracle"
@@ -52,6 +61,9 @@ class EvalConfig:
     video_dir: str | None = None
     video: tuple[tuple[str, int], ...] = ()
     video_fps: int = 20
+    film_selected: bool = False
+    film_fps: int = 10
+    film_scale: int = 2
 
     def __post_init__(self) -> None:
         from afford_perception.grounding import available_sources
@@ -68,8 +80,11 @@ class EvalConfig:
         bad = [m for m, _ in self.video if m not in all_method_names()]
         if bad:
             raise ValueError(f"video names unknown methods {bad}")
-        if self.video_fps < 1:
-            raise ValueError(f"video_fps must be >= 1, got {self.video_fps}")
+        if self.video_fps < 1 or self.film_fps < 1 or self.film_scale < 1:
+            raise ValueError(f"video_fps, film_fps and film_scale must be >= 1, got {self.video_fps}, "
+                             f"{self.film_fps}, {self.film_scale}")
+        if self.film_selected and self.video_dir is None:
+            raise ValueError("film_selected needs video_dir")
         SelectionConfig(weights=dict(self.weights))  # the same checks as every ranking will make
 
     def as_dict(self) -> dict[str, Any]:
@@ -83,6 +98,9 @@ class EvalConfig:
             "video_dir": self.video_dir,
             "video": [list(v) for v in self.video],
             "video_fps": self.video_fps,
+            "film_selected": self.film_selected,
+            "film_fps": self.film_fps,
+            "film_scale": self.film_scale,
         }
 
     @property
@@ -175,14 +193,19 @@ def _context_record(context: MethodContext) -> dict[str, Any]:
     }
 
 
-def _record_video(ep: Any, state: Any, grasp: GraspCandidate, path: Path, fps: int) -> dict[str, Any]:
+def _write_video(path: Path, frames: list[np.ndarray], fps: int, scale: int = 1) -> None:
     import imageio.v2 as imageio
 
-    frames: list[np.ndarray] = []
-    outcome = execute_candidate(ep, state, grasp, frames=frames, fps=fps)
     path.parent.mkdir(parents=True, exist_ok=True)
     if frames:
-        imageio.mimwrite(str(path), cast(list[Any], frames), fps=fps, macro_block_size=1)
+        kept = [np.ascontiguousarray(f[::scale, ::scale]) for f in frames]
+        imageio.mimwrite(str(path), cast(list[Any], kept), fps=fps, macro_block_size=1)
+
+
+def _record_video(ep: Any, state: Any, grasp: GraspCandidate, path: Path, fps: int) -> dict[str, Any]:
+    frames: list[np.ndarray] = []
+    outcome = execute_candidate(ep, state, grasp, frames=frames, fps=fps)
+    _write_video(path, frames, fps)
     return outcome
 
 
@@ -205,6 +228,8 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
                      "world_T_camera", "image_size", "tie_distance", "mask_dilation_px"},
          "determinism": [{"index", "first": bool, "second": bool}],
          "videos": [{"method", "index", "path", "success", "agrees": bool}],
+         "films": [{"index", "path", "frames", "success", "methods": [names that selected it],
+                    "unfilmed_success", "agrees": bool}]  (with ``film_selected``),
          "timings_s": {"build", "execute", "determinism", "methods", "videos", "total",
                        "per_candidate"}}
 
@@ -233,6 +258,7 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
             "ties": {name: 0 for name in cfg.method_names},
             "determinism": [],
             "videos": [],
+            "films": [],
             "unevaluable": str(err),
             "timings_s": {"total": time.perf_counter() - t0},
         }
@@ -241,28 +267,11 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
         timings["build"] = time.perf_counter() - t0
         state = ep.world.save_state()
 
-        t = time.perf_counter()
-        outcomes = {c.index: execute_candidate(ep, state, c) for c in cands}
-        timings["execute"] = time.perf_counter() - t
-        executed = [c for c in cands if c.index in ep.plans]
-        timings["per_candidate"] = timings["execute"] / len(executed) if executed else 0.0
-
-        t = time.perf_counter()
         # The plan mask the methods get is the default planner's: what L4's plan term knows.
         planned = [c for c in cands if ep.plan_source.get(c.index) == "default"]
         seed = scene_seed(suite, scene_index)
-        rng = np.random.default_rng(seed)
-        sample = rng.choice(len(executed), size=min(cfg.determinism_samples, len(executed)), replace=False)
-        determinism = []
-        for k in sorted(int(i) for i in sample):
-            c = executed[k]
-            again = execute_candidate(ep, state, c)
-            determinism.append(
-                {"index": int(c.index), "first": outcomes[c.index]["success"], "second": again["success"]}
-            )
-        timings["determinism"] = time.perf_counter() - t
-
-        # The methods run after execution but are given only the candidates and the context.
+        # The methods choose before anything is executed: they see the candidates and the
+        # context, never an outcome, so what they pick can be filmed as it runs.
         t = time.perf_counter()
         context = MethodContext(
             seed=seed,
@@ -280,8 +289,50 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
         timings["methods"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        videos = []
+        selected = {i for i in methods.values() if i is not None and i in ep.plans}
+        film = sorted(selected) if cfg.film_selected else []
+        outcomes: dict[int, dict[str, Any]] = {}
+        films = []
+        for c in cands:
+            if c.index not in film:
+                outcomes[c.index] = execute_candidate(ep, state, c)
+                continue
+            assert cfg.video_dir is not None
+            frames: list[np.ndarray] = []
+            outcomes[c.index] = execute_candidate(ep, state, c, frames=frames, fps=cfg.film_fps)
+            path = Path(cfg.video_dir) / f"{suite}_{scene_index:04d}_c{c.index:03d}.mp4"
+            _write_video(path, frames, cfg.film_fps, cfg.film_scale)
+            films.append({"index": int(c.index), "path": path.name, "frames": len(frames),
+                          "success": outcomes[c.index]["success"],
+                          "methods": sorted(m for m, i in methods.items() if i == c.index)})
+        timings["execute"] = time.perf_counter() - t
+        executed = [c for c in cands if c.index in ep.plans]
+        timings["per_candidate"] = timings["execute"] / len(executed) if executed else 0.0
+
+        # Each film checked against an execution without the camera: the outcome on film is
+        # the outcome a method is scored on, and filming must not have changed it.
+        t = time.perf_counter()
         by_index = {c.index: c for c in cands}
+        for f in films:
+            again = execute_candidate(ep, state, by_index[f["index"]])
+            f["unfilmed_success"] = again["success"]
+            f["agrees"] = again["success"] == f["success"]
+        timings["films"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        rng = np.random.default_rng(seed)
+        sample = rng.choice(len(executed), size=min(cfg.determinism_samples, len(executed)), replace=False)
+        determinism = []
+        for k in sorted(int(i) for i in sample):
+            c = executed[k]
+            again = execute_candidate(ep, state, c)
+            determinism.append(
+                {"index": int(c.index), "first": outcomes[c.index]["success"], "second": again["success"]}
+            )
+        timings["determinism"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        videos = []
         for method, scene in cfg.video:
             idx = methods.get(method)
             if scene != scene_index or idx is None or idx not in ep.plans:
@@ -317,6 +368,7 @@ def evaluate_scene(suite: str, scene_index: int, config: EvalConfig | None = Non
             "context": _context_record(context),
             "determinism": determinism,
             "videos": videos,
+            "films": films,
             "timings_s": {k: round(v, 3) for k, v in timings.items()},
         }
     finally:

@@ -261,6 +261,9 @@ def _suite_summary(
         "expected_random": {"all": float(np.mean(frac_ok)) if frac_ok else 0.0,
                             "planned": float(np.mean(planned_ok)) if planned_ok else 0.0},
         "planned_candidates": int(sum(c.get("planned", False) for r in records for c in r["candidates"])),
+        "films": {"filmed": sum(len(r.get("films", [])) for r in records),
+                  "disagree": sum(not f["agrees"] for r in records for f in r.get("films", [])),
+                  "scenes": sum(bool(r.get("films")) for r in records)},
         "executed_candidates": int(sum(_executed(c) for c in every)),
         "reference_planned": int(sum(c.get("plan_source") == "reference" for c in every)),
         "unexecuted": dict(sorted(Counter(_unexecuted_reason(c) for c in every if not _executed(c)).items(),
@@ -412,6 +415,13 @@ def _suite_markdown(name: str, s: Mapping[str, Any], methods: Sequence[str], plo
             out.append(f"| {c['label']} | {_signed(c['diff'])} | [{_signed(c['low'])}, {_signed(c['high'])}] "
                        f"| {by_sentence} | {sig} |")
         out.append("")
+    films = s.get("films", {})
+    if films.get("filmed"):
+        out.append(
+            f"Films: every executed rollout some method selected was filmed while it ran "
+            f"({films['filmed']} rollouts in {films['scenes']} scenes, `videos/`); {films['disagree']} "
+            f"disagree with the same candidate executed again without the camera."
+        )
     d = s["determinism"]
     if d["checked"]:
         out.append(

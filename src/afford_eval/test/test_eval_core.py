@@ -358,7 +358,8 @@ def test_one_real_scene_is_evaluated_counterfactually(tmp_path) -> None:  # noqa
     from afford_eval.candidate_sets import CandidateSetConfig, candidate_set_id
     from afford_eval.counterfactual import EvalConfig, evaluate_scene
 
-    cfg = EvalConfig(video_dir=str(tmp_path), video=(("afford_L4_feasibility_product", 0),))
+    cfg = EvalConfig(video_dir=str(tmp_path), video=(("afford_L4_feasibility_product", 0),),
+                     film_selected=True)
     rec = json.loads(json.dumps(evaluate_scene("pick_and_place", 0, cfg), allow_nan=False))
 
     assert rec["sentence"] == "put the banana on the plate" and rec["grounding"] == "oracle"
@@ -384,6 +385,15 @@ def test_one_real_scene_is_evaluated_counterfactually(tmp_path) -> None:  # noqa
     assert len(rec["determinism"]) == 2
     assert all(d["first"] == d["second"] for d in rec["determinism"])
     assert [v["agrees"] for v in rec["videos"]] == [True]
+    # Every executed candidate some method selected was filmed as it ran, and only those; the
+    # outcome on film is the recorded one, and an unfilmed run of it agrees.
+    by_index = {c["index"]: c for c in cands}
+    selected = {i for i in rec["methods"].values() if i is not None and by_index[i]["plan_source"]}
+    assert {f["index"] for f in rec["films"]} == selected
+    for f in rec["films"]:
+        assert f["success"] == by_index[f["index"]]["outcome"]["success"] and f["agrees"]
+        assert f["frames"] > 10 and (tmp_path / f["path"]).stat().st_size > 1000
+        assert all(rec["methods"][m] == f["index"] for m in f["methods"])
     assert (tmp_path / "pick_and_place_0000_afford_L4_feasibility_product.mp4").stat().st_size > 1000
     assert rec["timings_s"]["total"] > 0 and math.isfinite(rec["timings_s"]["per_candidate"])
 

@@ -311,6 +311,8 @@ def test_report_gives_ceiling_chance_ties_and_the_planned_view(tmp_path: Path) -
         why = "to the pre-grasp: goal pose refused: IK did not converge in 61 attempts"
         rec["candidates"][2].update(plan_source=None, plan_failures={"default": why, "reference": why})
         rec["candidates"][1]["plan_source"] = "reference" if k == 0 else "default"
+        rec["films"] = [{"index": 0, "path": f"hang_{k:04d}_c000.mp4", "frames": 40, "success": True,
+                         "methods": ["random"], "unfilmed_success": k != 1, "agrees": k != 1}]
         if k == 3:
             for c in rec["candidates"]:
                 c["outcome"]["success"] = False
@@ -335,6 +337,8 @@ def test_report_gives_ceiling_chance_ties_and_the_planned_view(tmp_path: Path) -
     assert ("Executed: 8 of 12 candidates, 1 of them planned only by the reference planner (tried on "
             "every candidate the default planner could not plan); 4 unexecuted (no IK solution at the "
             "pre-grasp (joint limits or reach) 4).") in md
+    assert ("Films: every executed rollout some method selected was filmed while it ran (4 rollouts in 4 "
+            "scenes, `videos/`); 1 disagree with the same candidate executed again without the camera.") in md
 
 
 def test_report_pools_suites_and_rebuilds_identically(tmp_path: Path) -> None:

@@ -22,6 +22,9 @@ from afford_core.ontology import AFFORDANCES
 
 #: Names of the splits, in the order they are written and listed in the manifest.
 SPLITS: tuple[str, ...] = ("train", "val_unseen_shapes", "test_unseen_categories", "test_unseen_phrasings")
+#: The split of objects made by another author (``afford_data.independent_split``), written on
+#: its own by ``afford affordance independent``, never trained on.
+INDEPENDENT_SPLIT = "test_independent_shapes"
 MANIFEST = "manifest.json"
 #: Bumped when the file layout changes, so ``load`` refuses files it would misread.
 FORMAT_VERSION = 1

@@ -29,7 +29,14 @@ import numpy as np
 
 from afford_core.ontology import category
 from afford_core.types import ObjectCloud
-from afford_perception.affordance.dataset import MANIFEST, SPLITS, AffordanceSplit, load, load_manifest
+from afford_perception.affordance.dataset import (
+    INDEPENDENT_SPLIT,
+    MANIFEST,
+    SPLITS,
+    AffordanceSplit,
+    load,
+    load_manifest,
+)
 from afford_perception.grounding.base import GroundingError, GroundingSource, make_source, region_mask
 from afford_perception.grounding.views import iou
 
@@ -154,7 +161,10 @@ def part_source_ious(source: GroundingSource, split: AffordanceSplit, threshold:
 def view_kinds(split: AffordanceSplit, views_per_shape: int) -> np.ndarray:
     """Kind of every cloud of ``split``: ``orbit`` (a synthetic single view from anywhere around
     the object), ``scan`` (a complete surface) or ``scene`` (rendered through a task's camera,
-    what the spine grounds on); ``views_per_shape`` is the data set's config value."""
+    what the spine grounds on), or ``independent`` (a view of an object made by another author);
+    ``views_per_shape`` is the data set's config value."""
+    if split.name == INDEPENDENT_SPLIT:
+        return np.full(len(split), "independent")
     kinds = np.where(split.view < views_per_shape, "orbit", "scene")
     return np.where(split.full, "scan", kinds)
 
@@ -192,16 +202,22 @@ def evaluate_sources(
         "queries": int, "failures": int, "seconds": float, "by_view": {kind: overall},
         "by_phrase": {text: mean IoU}}}}``; ``failures`` counts clouds a part source refused
         (always 0 for ``learned``); ``by_view`` is the overall mIoU on each kind of cloud
-        (:func:`view_kinds`); ``by_phrase`` the mean IoU of the queries asked with each wording.
+        (:func:`view_kinds`); ``by_category`` the overall mIoU on each category's clouds;
+        ``by_phrase`` the mean IoU of the queries asked with each wording.
     """
-    unknown = [s for s in splits if s not in SPLITS]
+    unknown = [s for s in splits if s not in (*SPLITS, INDEPENDENT_SPLIT)]
     if unknown:
-        raise KeyError(f"unknown split {unknown[0]!r}; known: {', '.join(SPLITS)}")
+        raise KeyError(f"unknown split {unknown[0]!r}; known: {', '.join((*SPLITS, INDEPENDENT_SPLIT))}")
     if not sources:
         raise ValueError("no sources to evaluate")
     if not (Path(data_dir) / MANIFEST).is_file():
         raise FileNotFoundError(f"no affordance data set in {data_dir} (no {MANIFEST}): generate it with "
                                 "`afford affordance data`")
+    missing = [s for s in splits if s not in load_manifest(data_dir)["splits"]]
+    if missing:
+        hint = ("`afford affordance independent --data DIR`" if missing[0] == INDEPENDENT_SPLIT
+                else "`afford affordance data`")
+        raise FileNotFoundError(f"{data_dir} has no {missing[0]} split: write it with {hint}")
     loaded = {name: load(Path(data_dir) / f"{name}.npz") for name in splits}
     views_per_shape = int(load_manifest(data_dir)["config"]["views_per_shape"])
     built: dict[str, Any] = {}
@@ -228,9 +244,13 @@ def evaluate_sources(
             by_view = {str(k): summarize([a for a, m in zip(affs, kind_of_query == k, strict=True) if m],
                                          ious[kind_of_query == k])["overall"]
                        for k in sorted(set(kind_of_query.tolist()))}
+            cat_of_query = np.array(split.categories)[split.category[split.query_cloud]]
+            by_category = {str(c): summarize([a for a, m in zip(affs, cat_of_query == c, strict=True) if m],
+                                             ious[cat_of_query == c])["overall"]
+                           for c in sorted(set(cat_of_query.tolist()))}
             texts = np.array(split.texts)[split.query_text]
             by_phrase = {str(t): float(ious[texts == t].mean()) for t in sorted(set(texts.tolist()))}
             results[split_name][name] = {**summarize(affs, ious), "failures": failures,
                                          "seconds": time.perf_counter() - t0, "by_view": by_view,
-                                         "by_phrase": by_phrase}
+                                         "by_category": by_category, "by_phrase": by_phrase}
     return results
