@@ -41,10 +41,13 @@ def test_skill_succeeds_end_to_end(sentence: str, seed: int, stages: tuple[str, 
 def test_nothing_moves_when_no_candidate_passes_the_gate() -> None:
     """With a workspace that excludes the object, every candidate's reach is 0.1 and the gate
     removes them all: the layer abstains with a reason, and no stage runs. On the real arm this
-    is the difference between refusing and lunging at a grasp it judged it cannot do."""
+    is the difference between refusing and lunging at a grasp it judged it cannot do. (Reach is
+    read from a box here, AFFORD-X's reading, because a box can be made to exclude the object;
+    the default reading, the arm's IK, reaches every task scene.)"""
     from afford_planner.terms import TermsConfig
 
-    cramped = TermsConfig(workspace_min=(-0.1, -0.5, 0.005), workspace_max=(0.2, 0.5, 0.9))
+    cramped = TermsConfig(reach_source="box", workspace_min=(-0.1, -0.5, 0.005),
+                          workspace_max=(0.2, 0.5, 0.9))
     result = run_sentence("pick up the scoop", SpineConfig(seed=0, terms=cramped))
     assert result.selected is None
     assert result.abstained is not None and "feasibility gate" in result.abstained

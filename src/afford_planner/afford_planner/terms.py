@@ -3,9 +3,9 @@
 Every factor is a pure function of one candidate and the scene geometry, returning a score in
 [0, 1]; the numbers are the ones AFFORD-X reports (``TermsConfig`` defaults):
 
-    reach      r = 1 if the TCP lies inside the workspace box, else 0.1
-               (or, with ``reach_source="arm"``, 1 if the arm's IK puts its TCP at the grasp
-               pose within the joint limits, else 0.1)
+    reach      r = 1 if the arm's IK puts its TCP at the grasp pose within the joint limits,
+               else 0.1 (``reach_source="arm"``, the default); AFFORD-X's own reading,
+               ``reach_source="box"``: 1 if the TCP lies inside its Franka workspace box
     approach   a = max(0.3, cos angle(approach, preferred approach))
     clearance  c = min(1, d_min / 0.05)
     gate       eligible  <=>  r * a * c >= 0.5
@@ -16,7 +16,9 @@ nothing else. ``fill_terms`` writes all of them into ``GraspCandidate.terms`` un
 ``reach``, ``approach``, ``clearance``, ``feasibility`` (= r*a*c) and ``function``, and both
 reach readings beside them: ``reach_box`` always, ``reach_arm`` when an arm test is given. The
 box is AFFORD-X's fixed Franka workspace; the FR3 reaches past its far face (x = 0.75 m), so a
-box gate removes grasps the arm can make (bench/results/eval-gate_edge-20).
+box gate removes grasps the arm can make: with the tool across that face
+(bench/results/eval-gate_edge-20) the box gate cost L4 0.35 of success and the arm's gate
+nothing, which is why the arm is the default.
 
 The gripper is modelled by a skeleton of line segments in the gripper frame (z approach,
 y closing axis, origin at the TCP), see ``GripperGeometry``; clearance is measured from it.
@@ -172,7 +174,9 @@ def gripper_distance(
 
 @dataclass(frozen=True)
 class TermsConfig:
-    """Parameters of the feasibility and function factors (AFFORD-X numbers by default).
+    """Parameters of the feasibility and function factors (AFFORD-X numbers by default, except
+    that reach comes from the arm's IK rather than AFFORD-X's box; ``reach_source="box"`` and
+    the workspace bounds give its reading).
 
     Attributes:
         workspace_min: Lower corner (x, y, z) of the reach box in the robot base frame (m).
@@ -182,9 +186,9 @@ class TermsConfig:
         reach_outside: r for a TCP outside the box, or out of the arm's reach. Not 0, so that an
             ungated weighted sum can still rank such a grasp (and pick it, which is what the
             gate is there to prevent).
-        reach_source: Which reading is ``reach``: ``"box"`` (AFFORD-X's workspace box, the
-            default) or ``"arm"`` (the arm's inverse kinematics at the grasp pose, within joint
-            limits; collisions are left to clearance and the planner).
+        reach_source: Which reading is ``reach``: ``"arm"`` (the arm's inverse kinematics at
+            the grasp pose, within joint limits; collisions are left to clearance and the
+            planner; the default) or ``"box"`` (AFFORD-X's workspace box).
         preferred_approach: Approach the executor prefers, in the base frame; normalised here.
             Top-down (0, 0, -1) by default.
         approach_floor: Lowest approach score; every approach more than arccos(floor) from the
@@ -202,7 +206,7 @@ class TermsConfig:
     workspace_max: tuple[float, float, float] = (0.75, 0.50, 0.90)
     reach_inside: float = 1.0
     reach_outside: float = 0.1
-    reach_source: ReachSource = "box"
+    reach_source: ReachSource = "arm"
     preferred_approach: tuple[float, float, float] = (0.0, 0.0, -1.0)
     approach_floor: float = 0.3
     clearance_margin: float = 0.05

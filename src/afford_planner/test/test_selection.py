@@ -66,7 +66,7 @@ def tilted(deg: float) -> np.ndarray:
     return np.array([np.sin(t), 0.0, -np.cos(t)])
 
 
-CFG = TermsConfig()
+CFG = TermsConfig(reach_source="box")  # AFFORD-X's own reading: these tests check its numbers
 TCP = np.array([0.4, 0.0, 0.2])
 
 # --------------------------------------------------------------------------- terms
@@ -158,13 +158,14 @@ def test_reach_can_come_from_the_arm_instead_of_the_box() -> None:
     reach = arm_reach(model, model.q_home)
     near, far, beyond = grasp([0.80, 0.0, 0.2]), grasp([1.2, 0.0, 0.2], index=1), grasp(TCP, index=2)
     assert reach(near) and not reach(far) and reach(beyond)
-    arm = TermsConfig(reach_source="arm")
+    arm = TermsConfig()
+    assert arm.reach_source == "arm"  # the default: the FR3 reaches past AFFORD-X's box
     cands = fill_terms([near, far, beyond], None, None, arm, arm_reach=reach)
     assert [c.terms["reach_box"] for c in cands] == [0.1, 0.1, 1.0]
     assert [c.terms["reach_arm"] for c in cands] == [1.0, 0.1, 1.0]
     assert [c.terms["reach"] for c in cands] == [1.0, 0.1, 1.0]
     assert cands[0].terms["feasibility"] == pytest.approx(1.0)
-    # The box stays the default reading; the arm's is stored beside it when a test is given.
+    # With the box as the reading, the arm's is still stored beside it when a test is given.
     boxed = fill_terms([grasp([0.80, 0.0, 0.2])], None, None, CFG, arm_reach=reach)[0]
     assert boxed.terms["reach"] == 0.1 and boxed.terms["reach_arm"] == 1.0
     with pytest.raises(ValueError, match="reach_source='arm' needs arm_reach"):
@@ -530,11 +531,11 @@ def test_stage1_on_a_hammer_then_selection_picks_the_handle() -> None:
     cloud = ObjectCloud(np.vstack([handle, head]), "hammer")
     cands = index_candidates(sample_affordance_grasps(handle, cloud, Stage1Config(include_topdown=True)))
     table = np.column_stack([rng.uniform(0.3, 0.9, 2000), rng.uniform(-0.3, 0.3, 2000), np.zeros(2000)])
-    fill_terms(cands, handle, obstacle_points=None, config=TermsConfig())
+    fill_terms(cands, handle, obstacle_points=None, config=CFG)
     sel = select(cands, SelectionConfig(level="L2"))
     assert sel.chosen is not None and sel.chosen.terms["function"] == 1.0
     assert sel.chosen.approach == pytest.approx([0, 0, -1])  # the executor prefers top-down
     assert np.linalg.norm(sel.chosen.position[:2] - [0.55, 0.0]) < 0.03
     # With the table as an obstacle every grasp of a 2 cm-high handle is gated: the rule abstains.
-    fill_terms(cands, handle, obstacle_points=table, config=TermsConfig())
+    fill_terms(cands, handle, obstacle_points=table, config=CFG)
     assert select(cands, SelectionConfig(level="L2")).abstained
