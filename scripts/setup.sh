@@ -72,4 +72,9 @@ done
 log "building afford_interfaces"
 AFFORD_VENV="$VENV" ./scripts/build_interfaces.sh
 
+# 5. Meta-World in a venv of its own (it pins mujoco 3.3.0): the MT50 adapter of the selection
+#    layer (bench/results/metaworld-mt50) and its test; seconds when it is already there.
+log "Meta-World venv (.venv-metaworld)"
+bash ./scripts/setup_metaworld.sh
+
 log "done. Activate with: source $VENV/bin/activate"

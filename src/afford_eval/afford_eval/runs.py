@@ -199,10 +199,19 @@ def source_hash() -> str:
     return h.hexdigest()
 
 
-def provenance(command: str) -> dict[str, Any]:
-    """Where a session ran: the code (commit, dirty flag), the interpreter, the packages."""
+def provenance(command: str, run_dir: Path | str | None = None) -> dict[str, Any]:
+    """Where a session ran: the code (commit, dirty flag), the interpreter, the packages.
+
+    ``run_dir``, the run's own output, does not count towards the dirty flag: regenerating a
+    checked-in run replaces tracked files there, and that is the result, not a change of code.
+    """
     here = Path(__file__).resolve().parent
-    status = _git("status", "--porcelain", "--untracked-files=no", cwd=here)
+    where, exclude = here, []
+    top = _git("rev-parse", "--show-toplevel", cwd=here) if run_dir is not None else None
+    if top is not None and run_dir is not None and Path(run_dir).resolve().is_relative_to(top):
+        where = Path(top)
+        exclude = ["--", ".", f":(exclude){Path(run_dir).resolve().relative_to(top).as_posix()}"]
+    status = _git("status", "--porcelain", "--untracked-files=no", *exclude, cwd=where)
     versions: dict[str, str | None] = {}
     for name in TRACKED_PACKAGES:
         versions[name] = None
@@ -328,7 +337,7 @@ def _open(run_dir: Path, config: RunConfig) -> None:
 def _record_session(run_dir: Path, command: str) -> None:
     prov = load_provenance(run_dir)
     sessions = prov.setdefault("sessions", [])
-    now = provenance(command)
+    now = provenance(command, run_dir)
     if sessions and sessions[0].get("source_sha256") != now["source_sha256"]:
         # Not refused: a resume after an unrelated edit is common; but the report says so.
         print(

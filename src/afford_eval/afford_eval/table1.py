@@ -154,7 +154,7 @@ def _open(run_dir: Path, config: Table1Config) -> None:
 def _record_session(run_dir: Path, command: str) -> None:
     path = run_dir / "provenance.json"
     sessions = json.loads(path.read_text()) if path.exists() else []
-    sessions.append(provenance(command))
+    sessions.append(provenance(command, run_dir))
     write_json(path, sessions)
 
 

@@ -460,6 +460,28 @@ def test_a_tiny_real_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert record["ties"][m] == len(tied), m
 
 
+def test_a_run_replacing_its_own_checked_in_files_is_not_dirty_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regenerating a checked-in run rewrites tracked files in its own directory; that is the
+    result, not a change of code, so git status leaves the run directory out (and only it)."""
+    calls: list[tuple[str, ...]] = []
+
+    def fake_git(*args: str, cwd: Path) -> str | None:
+        calls.append(args)
+        if args[:2] == ("rev-parse", "--show-toplevel"):
+            return str(tmp_path)
+        if args[0] == "status":
+            left_out = any(a.startswith(":(exclude)bench/results/r") for a in args)
+            return "" if left_out else " D bench/results/r/x"
+        return "abc"
+
+    monkeypatch.setattr(runs, "_git", fake_git)
+    assert runs.provenance("c", tmp_path / "bench/results/r")["git_dirty"] is False
+    assert runs.provenance("c")["git_dirty"] is True
+    assert runs.provenance("c", "/elsewhere/r")["git_dirty"] is True  # outside the repo: nothing left out
+
+
 def test_provenance_names_every_tracked_package_installed_here() -> None:
     """open3d is installed as the open3d-cpu distribution; provenance must still find it."""
     import importlib.util

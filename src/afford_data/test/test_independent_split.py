@@ -1,0 +1,75 @@
+"""The independent split: objects by another author, written in the data set's format, scored
+like every other split."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from afford_core.ontology import category
+from afford_data.independent_split import IndependentConfig, generate_independent
+from afford_perception.affordance.dataset import INDEPENDENT_SPLIT, MANIFEST, load
+from afford_perception.affordance.evaluate import evaluate_sources
+
+TINY = IndependentConfig(instances=1, views=1)
+
+
+@pytest.fixture(scope="module")
+def split_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("independent")
+    generate_independent(out, TINY)
+    return out
+
+
+def test_the_split_is_written_in_the_data_set_format(split_dir: Path) -> None:
+    """Every cloud is one labelled view of an object of the other author's, resampled to the
+    model's point count; its queries ask each affordance its category offers, and one it lacks;
+    the manifest records where the objects came from."""
+    import afford_data.independent_objects as independent_objects
+
+    split = load(split_dir / f"{INDEPENDENT_SPLIT}.npz")
+    assert set(split.categories) == set(independent_objects.CATEGORIES)
+    assert len(split) == len(independent_objects.CATEGORIES) * TINY.instances * TINY.views
+    assert split.points.shape[1:] == (2048, 3) and not split.full.any()
+    for i in range(len(split)):
+        info = category(split.categories[split.category[i]])
+        labels = split.part_labels[i]
+        assert labels.min() >= 0 and labels.max() < len(info.parts)
+        asked = {q.affordance for q in split[i].queries}
+        offered = {a for p in info.parts for a in info.affordances.get(p, ())}
+        assert offered <= asked and len(asked - offered) == 1
+    entry = json.loads((split_dir / MANIFEST).read_text())["splits"][INDEPENDENT_SPLIT]
+    assert entry["clouds"] == len(split) and sum(entry["independent"]["origins"].values()) == 11
+
+
+def test_it_is_scored_like_any_split_and_added_beside_the_others(split_dir: Path, tmp_path: Path) -> None:
+    """Part labels score 1.0 on it (the labels are the targets), a geometric rule less; a data set's
+    manifest keeps its splits when the independent one is added, and asking for the split where
+    it was never written names the command that writes it."""
+    results = evaluate_sources(split_dir, sources=("oracle", "geometric"), splits=(INDEPENDENT_SPLIT,))
+    scores = results[INDEPENDENT_SPLIT]
+    assert scores["oracle"]["overall"] == pytest.approx(1.0)
+    assert 0.0 < scores["geometric"]["overall"] < 1.0
+    cats = load(split_dir / f"{INDEPENDENT_SPLIT}.npz").categories
+    assert set(scores["geometric"]["by_category"]) == set(cats)
+    assert scores["geometric"]["by_view"] == {"independent": pytest.approx(scores["geometric"]["overall"])}
+
+    manifest = {"format": 1, "config": json.loads((split_dir / MANIFEST).read_text())["config"],
+                "splits": {"train": {"file": "train.npz"}}, "affordances": []}
+    (tmp_path / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(FileNotFoundError, match="afford affordance independent"):
+        evaluate_sources(tmp_path, sources=("oracle",), splits=(INDEPENDENT_SPLIT,))
+    generate_independent(tmp_path, IndependentConfig(instances=1, views=1, seed=1))
+    splits = json.loads((tmp_path / MANIFEST).read_text())["splits"]
+    assert set(splits) == {"train", INDEPENDENT_SPLIT}
+    assert not list(tmp_path.glob(".staging-*"))
+
+
+def test_the_split_is_reproducible(split_dir: Path, tmp_path: Path) -> None:
+    generate_independent(tmp_path, TINY)
+    a, b = load(split_dir / f"{INDEPENDENT_SPLIT}.npz"), load(tmp_path / f"{INDEPENDENT_SPLIT}.npz")
+    np.testing.assert_array_equal(a.points, b.points)
+    np.testing.assert_array_equal(a.part_labels, b.part_labels)
