@@ -2,7 +2,7 @@
 
 Every node is the one the lab runs: the camera node playing a RealSense recording (made by
 librealsense's own recorder from the scene's render, so only the USB device is missing), depth
-segmentation and the learned grounding, the planner, the executor connecting with franky over
+segmentation and the graph's grounding (geometric), the planner, the executor connecting with franky over
 the libfranka protocol (to franky-sim serving the same scene on a loopback address), and the
 task server in real mode. What the lab does is what the test does: ``afford task "..."`` (which
 asks for automatic approval, as it does by default), then ``afford trial approve`` or ``abort``

@@ -210,11 +210,11 @@ def test_a_frozen_camera_is_refused(graph) -> None:
 
 
 def test_missing_weights_stop_the_node_at_launch_naming_the_fix(tmp_path) -> None:
-    """The learned model is the default source; if its weights are missing on the robot PC the
-    launch must fail at once saying how to provide them, not when an operator starts a trial."""
+    """With the learned model as the graph's source, if its weights are missing on the robot PC
+    the launch must fail at once saying how to provide them, not when an operator starts a trial."""
     env = {**os.environ, "AFFORD_AFFORDANCE_WEIGHTS": str(tmp_path / "absent.pt"),
            "ROS_DOMAIN_ID": str(40 + (os.getpid() + 7) % 50)}
-    done = subprocess.run([sys.executable, "-m", "afford_ros.nodes.perception"], env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "afford_ros.nodes.perception", "--ros-args",
+                           "-p", "grounding:=learned"], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     assert "AFFORD_AFFORDANCE_WEIGHTS" in done.stderr and "absent.pt" in done.stderr

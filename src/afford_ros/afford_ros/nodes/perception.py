@@ -91,10 +91,11 @@ class PerceptionNode(Node):
         super().__init__("perception")
         self.declare_parameter(
             "grounding",
-            "learned",
+            "geometric",
             ParameterDescriptor(
-                description="Default grounding source: learned (the shipped affordance model) or "
-                "geometric (hand-written per category); a Perceive request may name another."
+                description="Default grounding source: geometric (hand-written per category; ahead "
+                "of the learned model on objects made by another author, 0.787 mIoU against 0.555) "
+                "or learned (the shipped affordance model); a Perceive request may name another."
             ),
         )
         self.declare_parameter(
