@@ -85,7 +85,7 @@ import time
 import traceback
 import warnings
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -95,6 +95,7 @@ from scipy.spatial import cKDTree
 
 from afford_core.grasp import GraspCandidate
 from afford_eval.methods import MethodContext, apply_methods
+from afford_eval.runs import provenance
 from afford_eval.stats import paired_bootstrap, wilson
 from afford_planner.terms import (
     GripperGeometry,
@@ -769,6 +770,10 @@ def run(out: Path, tasks: Sequence[str] | None, cfg: RunConfig, retry_errors: bo
           flush=True)
     done = skipped = errors = 0
     run_start = _now()
+    # The code that chose and scored, read before the run writes anything (the run's own folder
+    # does not count towards the dirty flag).
+    prov = provenance(command, out)
+    code = {k: prov.get(k) for k in ("git_commit", "git_dirty", "source_sha256")}
     for name in names:
         todo = []
         for ep in range(cfg.episodes):
@@ -809,7 +814,7 @@ def run(out: Path, tasks: Sequence[str] | None, cfg: RunConfig, retry_errors: bo
     with (out / "runs.jsonl").open("a") as f:
         f.write(json.dumps({"start": run_start, "end": _now(), "wall_s": round(time.perf_counter() - t0, 1),
                             "done": done, "skipped": skipped, "errors": errors, "tasks": names,
-                            "command": command}) + "\n")
+                            "command": command, "code": code}) + "\n")
     return errors
 
 
@@ -933,6 +938,20 @@ def _diff_line(label: str, a: Sequence[float], b: Sequence[float], records: Sequ
     return f"| {label} | {d:+.3f} | [{lo:+.3f}, {hi:+.3f}] | [{tlo:+.3f}, {thi:+.3f}] |"
 
 
+def code_line(runs: Sequence[Mapping[str, Any]]) -> str:
+    """Which code ran each invocation: one commit, or a warning that the records mix versions."""
+    codes = [r.get("code") or {} for r in runs]
+    if not codes or any(not c.get("git_commit") for c in codes):
+        return "not recorded for every invocation (a run from before provenance was kept)"
+    commits = sorted({str(c["git_commit"])[:7] for c in codes})
+    hashes = {c.get("source_sha256") for c in codes}
+    dirty = any(c.get("git_dirty") for c in codes)
+    where = f"git {', '.join(commits)}{' with uncommitted changes' if dirty else ''}"
+    if len(hashes) > 1:
+        return f"{where}; **the invocations ran different source code**, so the records mix versions"
+    return f"{where} (source sha256 {str(next(iter(hashes)))[:12]})"
+
+
 def report(out: Path) -> str:
     """Markdown report of a run directory (also written to ``report.md``, numbers to ``summary.json``)."""
     records, errored = load_records(out)
@@ -962,7 +981,8 @@ def report(out: Path) -> str:
         f"Report: `{COMMAND_PREFIX} report {out}`  ",
         f"Versions: {', '.join(f'{k} {v}' for k, v in vers.items())}  ",
         f"Records: {len(records)} complete, {len(errored)} errored; run wall time {wall / 60:.1f} min "
-        f"over {len(runs)} invocation(s).",
+        f"over {len(runs)} invocation(s).  ",
+        f"Code: {code_line(runs)}",
         "",
     ]
     lines += _summary_table(summary)

@@ -188,13 +188,39 @@ def _git(*args: str, cwd: Path) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def source_hash() -> str:
-    """sha256 over the Python sources of our packages (paths and contents): identifies the code
-    that ran even when the git tree is dirty."""
-    src = Path(__file__).resolve().parents[3]
+# Our Python packages whose code decides a run's numbers (afford_interfaces is generated).
+SOURCE_PACKAGES = (
+    "afford_bringup", "afford_cli", "afford_core", "afford_data", "afford_eval", "afford_perception",
+    "afford_pipeline", "afford_planner", "afford_policy", "afford_ros", "afford_sim",
+)  # fmt: skip
+
+
+def _package_dirs() -> list[Path]:
+    """Where each of our packages is imported from: the source tree, a colcon install or a wheel."""
+    import importlib.util
+
+    dirs = []
+    for name in SOURCE_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin is not None:
+            dirs.append(Path(spec.origin).resolve().parent)
+    return dirs
+
+
+def source_hash(packages: Sequence[Path] | None = None) -> str:
+    """sha256 over the Python sources of our packages (package name, path and contents):
+    identifies the code that ran even when the git tree is dirty.
+
+    ``packages`` are package folders (default: where each of ours is imported from). No source
+    found is an error, not the hash of nothing.
+    """
+    dirs = _package_dirs() if packages is None else [Path(p) for p in packages]
+    paths = sorted((d.name, p.relative_to(d).as_posix(), p) for d in dirs for p in d.rglob("*.py"))
+    if not paths:
+        raise FileNotFoundError(f"no Python sources in {[str(d) for d in dirs]}")
     h = hashlib.sha256()
-    for path in sorted(src.glob("afford_*/afford_*/**/*.py")):
-        h.update(path.relative_to(src).as_posix().encode() + b"\0")
+    for package, rel, path in paths:
+        h.update(f"{package}/{rel}".encode() + b"\0")
         h.update(path.read_bytes() + b"\0")
     return h.hexdigest()
 

@@ -491,3 +491,22 @@ def test_provenance_names_every_tracked_package_installed_here() -> None:
     for name in runs.TRACKED_PACKAGES:
         if importlib.util.find_spec(name) is not None:
             assert pk[name], name
+
+
+def test_the_source_hash_covers_our_code_and_changes_with_it(tmp_path) -> None:
+    """The hash that tells a resumed run it mixes two versions of the code: over every package
+    we import (it once globbed a folder too high and hashed nothing, so every run matched)."""
+    import hashlib
+
+    assert {d.name for d in runs._package_dirs()} >= {"afford_core", "afford_eval", "afford_planner"}
+    assert runs.source_hash() != hashlib.sha256().hexdigest()
+    pkg = tmp_path / "afford_x"
+    pkg.mkdir()
+    (pkg / "a.py").write_text("x = 1\n")
+    first = runs.source_hash([pkg])
+    assert runs.source_hash([pkg]) == first
+    (pkg / "a.py").write_text("x = 2\n")
+    assert runs.source_hash([pkg]) != first
+    (pkg / "a.py").unlink()
+    with pytest.raises(FileNotFoundError, match="no Python sources"):
+        runs.source_hash([pkg])

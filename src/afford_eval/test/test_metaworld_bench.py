@@ -143,8 +143,10 @@ def test_rerun_resumes_and_report_has_the_numbers(adapter_run: Path | None) -> N
     assert (run_dir / "report.md").read_text() == text
     for needle in ("## Summary", "## Overall", "## Tier: easy", "## Tier: hard", "metaworld 3.1.1",
                    "mujoco 3.3.0", "afford_L2_feasibility_product - random", "expert reference",
-                   "Command: `PYTHONPATH="):
+                   "Command: `PYTHONPATH=", "Code: git "):
         assert needle in text, needle
+    runs = [json.loads(x) for x in (run_dir / "runs.jsonl").read_text().splitlines()]
+    assert len(runs) == 2 and all(len(r["code"]["git_commit"]) == 40 for r in runs)
     summary = json.loads((run_dir / "summary.json").read_text())["summary"]
     overall = summary["overall"]
     assert overall["episodes"] == len(TASKS) and overall["expert"]["k"] == len(TASKS)
@@ -157,3 +159,14 @@ def test_functional_part_table_covers_mt50() -> None:
     names = [t for tier in mwb.TIERS.values() for t in tier]
     assert len(names) == len(set(names)) == mwb.MT50_SIZE
     assert set(mwb.FUNCTIONAL_PARTS) == set(names)
+
+
+def test_the_report_says_when_invocations_ran_different_code() -> None:
+    """A resumed run whose code changed between invocations mixes two versions; the report says
+    so rather than printing one commit."""
+    one = {"code": {"git_commit": "a" * 40, "git_dirty": False, "source_sha256": "1" * 64}}
+    other = {"code": {"git_commit": "b" * 40, "git_dirty": True, "source_sha256": "2" * 64}}
+    assert mwb.code_line([one, one]) == "git aaaaaaa (source sha256 111111111111)"
+    mixed = mwb.code_line([one, other])
+    assert "different source code" in mixed and "uncommitted" in mixed and "bbbbbbb" in mixed
+    assert "not recorded" in mwb.code_line([one, {}])
