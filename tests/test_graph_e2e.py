@@ -467,7 +467,8 @@ def test_bad_input_from_anywhere_on_the_graph_is_refused_and_nothing_moves(graph
     # From a fresh scene: the trial before this one can leave a mug in the closed fingers,
     # slipping slowly enough to pass the rest check yet turn the wrist by a milliradian or two
     # over this test's minute (seen in CI). A fresh scene has nothing touching the hand.
-    start = _answer(monitor, ResetScene, "/sim_world/reset", ResetScene.Request(task_id="pick-mug-v1", seed=3))
+    fresh_scene = ResetScene.Request(task_id="pick-mug-v1", seed=3)
+    start = _answer(monitor, ResetScene, "/sim_world/reset", fresh_scene)
     assert start.success, start.message
     before = _at_rest(monitor)
     planned = monitor.counts["/afford/trajectory"]
