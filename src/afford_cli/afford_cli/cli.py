@@ -18,6 +18,8 @@ inspect the assets.
     afford eval report runs/hp20
     afford eval verify runs/hp20
     afford eval replay runs/hp20 --suite hang --scene 3 -o hang3.html
+    afford policy eval --replay datasets/banana-plate --task place-banana-plate-v1 --episodes 20
+    afford policy eval --policy outputs/act/checkpoints/last/pretrained_model --task pick-mug-v1 --episodes 50
 
 Errors print one line on stderr and exit non-zero.
 """
@@ -287,6 +289,7 @@ def _affordance_data(args: argparse.Namespace) -> int:
 
 
 def _affordance_train(args: argparse.Namespace) -> int:
+    from afford_perception.affordance.augment import YAW_AND_SCALE, AugmentConfig
     from afford_perception.affordance.source import DEFAULT_WEIGHTS
     from afford_perception.affordance.train import TrainConfig, train
 
@@ -294,8 +297,11 @@ def _affordance_train(args: argparse.Namespace) -> int:
     config = TrainConfig(data_dir=Path(args.data), out=Path(args.out or DEFAULT_WEIGHTS), steps=steps,
                          minutes=args.minutes, seed=args.seed, threads=args.threads,
                          resample_phrasings=not args.stored_phrasings, command=args.command_line,
+                         augment=args.augment != "none",
+                         augmentation=YAW_AND_SCALE if args.augment == "yaw-scale" else AugmentConfig(),
                          **({} if args.category_dropout is None else
-                            {"category_dropout": args.category_dropout}))
+                            {"category_dropout": args.category_dropout}),
+                         **({} if args.val_every is None else {"val_every": args.val_every}))
     report = train(config, progress=not args.no_progress, log=lambda line: print(line, flush=True))
     print(f"wrote {report.out}: step {report.best_step} of {report.steps}, val_unseen_shapes mIoU "
           f"{report.best_val_miou:.3f}, {report.seconds / 60:.1f} min")
@@ -360,6 +366,12 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
     tr.add_argument("--category-dropout", type=float, default=None,
                     help="share of clouds shown as of an unknown category, so the model also answers "
                          "without one (default: TrainConfig.category_dropout, 0.2)")
+    tr.add_argument("--val-every", type=int, default=None,
+                    help="steps between validations (default: TrainConfig.val_every, 250)")
+    tr.add_argument("--augment", choices=("wide", "yaw-scale", "none"), default="wide",
+                    help="how each training cloud is changed at every step: wide (shape changes and "
+                         "depth-camera faults, the default), yaw-scale (the first models' yaw and 5%% "
+                         "scale), none")
     tr.add_argument("--no-progress", action="store_true", help="no progress lines")
     tr.set_defaults(func=_affordance_train)
     ev = asub.add_parser("eval", help="mIoU per affordance of each source on the held-out splits")
@@ -522,6 +534,63 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     rpl.set_defaults(func=_eval_replay)
 
 
+# --------------------------------------------------------------------------- afford policy
+
+
+def _policy_eval(args: argparse.Namespace) -> int:
+    from afford_policy.rollout import evaluate, load_records, prepare
+
+    plan, make_policy, reference = prepare(
+        args.task, args.episodes, policy_dir=args.policy, replay_dir=args.replay, first_seed=args.first_seed,
+        max_seconds=args.max_seconds, videos=args.videos, gripper=args.gripper,
+        interpolation=args.interpolation)
+    parts = Path(args.policy or ".").resolve().parts
+    # lerobot-train's OUTPUT/checkpoints/STEP/pretrained_model -> OUTPUT-STEP
+    trained = len(parts) >= 4 and parts[-1] == "pretrained_model" and parts[-3] == "checkpoints"
+    kind = "replay" if args.replay else f"{parts[-4]}-{parts[-2]}" if trained else parts[-1]
+    out = Path(args.out or f"runs/policy-{args.task}-{kind}-s{args.first_seed}-n{args.episodes}")
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    report = evaluate(out, plan, make_policy, progress=None if args.quiet else say, reference=reference)
+    rows = [r for r in load_records(out) if int(r["seed"]) in set(plan.seeds)]
+    print(f"{out}: {sum(1 for r in rows if r['success'])}/{len(rows)} episodes succeeded; report {report}")
+    return 0
+
+
+def _add_policy(sub: argparse._SubParsersAction) -> None:
+    pol = sub.add_parser("policy", help="visuomotor policies: closed-loop evaluation in the batch world "
+                         "(docs/demonstrations.md)")
+    psub = pol.add_subparsers(dest="policy_command", required=True)
+    ev = psub.add_parser("eval", help="run a LeRobot policy (or replay a dataset) in closed loop on a task's "
+                         "scenes; resumable; writes one JSON record per episode and report.md")
+    src = ev.add_mutually_exclusive_group(required=True)
+    src.add_argument("--policy", metavar="DIR", default=None,
+                     help="a LeRobot pretrained policy directory (ACT, Diffusion Policy), e.g. "
+                          "OUTPUT/checkpoints/last/pretrained_model")
+    src.add_argument("--replay", metavar="DATASET_DIR", default=None,
+                     help="replay an `afford generate` dataset's episodes on their own seeds (the "
+                          "harness's control)")
+    ev.add_argument("--task", required=True, help="task id, see `afford tasks`")
+    ev.add_argument("--episodes", type=int, required=True, help="episodes to run")
+    ev.add_argument("--first-seed", type=int, default=0,
+                    help="first scene seed (--policy: seeds S..S+N-1; --replay: the dataset's episodes "
+                         "from S)")
+    ev.add_argument("--out", default=None, help="run directory; the same command resumes it "
+                    "(default runs/policy-<task>-<replay|policy>-s<S>-n<N>)")
+    ev.add_argument("--videos", type=int, default=0, help="film the first K episodes (front camera)")
+    ev.add_argument("--max-seconds", type=float, default=None,
+                    help="control time per episode, simulated s (default: 2x the dataset's longest episode)")
+    ev.add_argument("--gripper", choices=("blocking", "async"), default="blocking",
+                    help="a gripper command waits for the fingers (default, as the scripted skill) or not")
+    ev.add_argument("--interpolation", choices=("linear", "hold"), default="linear",
+                    help="joint setpoint over a control period: linear from the last target (default) "
+                         "or held")
+    ev.add_argument("--quiet", action="store_true", help="no line per episode")
+    ev.set_defaults(func=_policy_eval)
+
+
 def _eval_alias(argv: list[str]) -> list[str]:
     """`afford eval --suite ...` -> `afford eval run --suite ...` (help flags excepted)."""
     if len(argv) >= 2 and argv[0] == "eval" and argv[1].startswith("-") and argv[1] not in ("-h", "--help"):
@@ -631,6 +700,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_eval(sub)
     _add_affordance(sub)
+    _add_policy(sub)
     from afford_bringup.launcher import register_cli as add_bringup
     from afford_ros import graph_cli
 

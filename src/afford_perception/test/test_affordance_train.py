@@ -180,6 +180,50 @@ def test_each_step_asks_wordings_from_the_whole_training_pool(trained: tuple[Pat
         assert drawn == set(pool[aff]), aff
 
 
+def test_the_targets_follow_the_points_the_augmentation_kept(
+    trained: tuple[Path, TrainReport], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An occluder removes a side of the cloud and the refill repeats kept points, so point i of a
+    training cloud is input point index[i]: its target must be that point's, or the model learns
+    labels shuffled against the points."""
+    from dataclasses import replace
+
+    from afford_perception.affordance import train as train_mod
+    from afford_perception.affordance.augment import AugmentConfig
+
+    data, _ = trained
+    split = load(data / "train.npz")
+    seen: dict[str, np.ndarray] = {}
+    real_augment, real_loss = train_mod.augment_clouds, train_mod.balanced_loss
+
+    def augment(points, labels, rng, cfg):  # type: ignore[no-untyped-def]
+        out, index = real_augment(points, labels, rng, cfg)
+        seen["points_in"], seen["index"] = points, index
+        return out, index
+
+    def loss(logits, targets, affordances, dice_weight):  # type: ignore[no-untyped-def]
+        seen["targets"], seen["affordances"] = targets.numpy(), affordances.numpy()
+        return real_loss(logits, targets, affordances, dice_weight)
+
+    monkeypatch.setattr(train_mod, "augment_clouds", augment)
+    monkeypatch.setattr(train_mod, "balanced_loss", loss)
+    occlude = replace(AugmentConfig(), p_occlude=1.0, occlude_fraction=(0.3, 0.3))
+    train(TrainConfig(data_dir=data, out=tmp_path / "m.pt", steps=1, batch_clouds=3, model=MODEL,
+                      augmentation=occlude), progress=False, embedder=stub_embedder)
+    index = seen["index"]
+    assert (index != np.arange(index.shape[1])).any(), "the occluder removed nothing"
+    clouds = [int(np.flatnonzero((split.points == seen["points_in"][b]).all(axis=(1, 2)))[0])
+              for b in range(len(index))]
+    rows = 0
+    for b, c in enumerate(clouds):
+        first, end = np.searchsorted(split.query_cloud, [c, c + 1])
+        for q in range(int(first), int(end)):
+            target = split.target(c, int(split.query_affordance[q]))[index[b]]
+            assert any((t == target).all() for t in seen["targets"]), (b, q)
+            rows += 1
+    assert rows == len(seen["targets"])
+
+
 def test_training_embeds_the_pool_and_never_a_held_out_wording(trained: tuple[Path, TrainReport],
                                                                tmp_path: Path) -> None:
     """The unseen-phrasing benchmark is honest only if no held-out wording reaches training."""
@@ -425,3 +469,23 @@ def test_cli_train_refuses_data_of_another_cloud_size(trained: tuple[Path, Train
                  "--no-progress"]) == 2
     assert "num_points" in capsys.readouterr().err
     assert not (tmp_path / "m.pt").exists()
+
+
+def test_a_subset_of_a_split_keeps_each_clouds_own_queries(trained: tuple[Path, TrainReport]) -> None:
+    """Validation scores a fixed subset of val_unseen_shapes (``TrainConfig.val_clouds``): each
+    kept cloud must carry exactly its own queries and targets, re-indexed."""
+    data, _ = trained
+    split = load(data / "val_unseen_shapes.npz")
+    pick = [len(split) - 1, 0]
+    sub = split.subset(pick)
+    assert len(sub) == 2 and len(sub.query_cloud) == sum(len(split[i].queries) for i in pick)
+    for j, i in enumerate(sorted(pick)):
+        a, b = split[i], sub[j]
+        np.testing.assert_array_equal(a.points, b.points)
+        assert [(q.text, q.affordance) for q in a.queries] == [(q.text, q.affordance) for q in b.queries]
+        for qa, qb in zip(a.queries, b.queries, strict=True):
+            np.testing.assert_array_equal(qa.mask, qb.mask)
+    with pytest.raises(IndexError):
+        split.subset([len(split)])
+    with pytest.raises(ValueError, match="val_clouds"):
+        TrainConfig(data_dir=data, out=data / "m.pt", val_clouds=0)

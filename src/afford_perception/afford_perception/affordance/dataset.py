@@ -163,6 +163,25 @@ class AffordanceSplit:
         for i in range(len(self)):
             yield self[i]
 
+    def subset(self, clouds: Sequence[int] | np.ndarray) -> AffordanceSplit:
+        """The given clouds (in index order) with their queries, as a split of their own."""
+        keep = np.unique(np.asarray(clouds, dtype=np.int64))
+        if len(keep) and (keep[0] < 0 or keep[-1] >= len(self)):
+            raise IndexError(f"clouds out of range for split {self.name!r} of {len(self)} clouds")
+        queries = np.isin(self.query_cloud, keep)
+        remap = np.full(len(self), -1, dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        arrays: dict[str, np.ndarray] = {"format": np.asarray(FORMAT_VERSION)}
+        for name in ("points", "part_labels", "affordance_bits", "category", "shape_seed", "view", "full",
+                     "centre", "observed"):
+            arrays[name] = getattr(self, name)[keep]
+        arrays["query_cloud"] = remap[self.query_cloud[queries]].astype(self.query_cloud.dtype)
+        arrays["query_text"] = self.query_text[queries]
+        arrays["query_affordance"] = self.query_affordance[queries]
+        for name in ("categories", "texts", "affordances"):
+            arrays[name] = np.asarray(getattr(self, name))
+        return AffordanceSplit(self.name, arrays)
+
     def target(self, i: int, affordance: int | str) -> np.ndarray:
         """(P,) bool target of ``affordance`` (index or name) on cloud ``i``."""
         a = self.affordances.index(affordance) if isinstance(affordance, str) else int(affordance)

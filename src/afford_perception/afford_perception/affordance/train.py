@@ -12,6 +12,11 @@ loss is ``affordance_loss`` averaged per affordance first, then over affordances
 affordance weighs the same in every step whatever its count. Dice inside ``affordance_loss``
 keeps a tiny target from being drowned by its many negative points.
 
+Each training cloud is changed afresh at every step (``affordance.augment``): bent, tapered,
+twisted, warped, one part rescaled, turned and scaled, and seen through a depth camera's faults
+(noise, flying pixels, an occluder, holes), its labels following its points; so the model meets
+shapes and sensors the generator never made.
+
 Each cloud is encoded with its category (``vocabulary.category_text``) on most steps and as of
 an unknown category on a ``category_dropout`` share, drawn per cloud, so the model also answers
 a bare cloud whose category nobody told it.
@@ -38,6 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from afford_perception.affordance.augment import AugmentConfig, augment_clouds
 from afford_perception.affordance.dataset import MANIFEST, AffordanceSplit, load, sha256
 from afford_perception.affordance.evaluate import learned_ious, summarize
 from afford_perception.affordance.model import (
@@ -75,8 +81,14 @@ class TrainConfig:
         log_every: Steps between progress lines (mean loss since the last line).
         val_every: Steps between validations (and checkpoint updates); the last step is
             always validated.
-        augment: Random yaw about z and a 5 % anisotropic scale jitter per cloud; the data set
-            already varies yaw, this keeps the model from memorising the train shapes' views.
+        val_clouds: Validate on this many clouds of ``val_unseen_shapes``, spread evenly over it
+            (the same ones every time), or on all of it when None: scoring the whole split costs
+            minutes on two cores once it covers every category.
+        augment: Change every training cloud afresh at each step as ``augmentation`` draws.
+        augmentation: Shape changes (taper, twist, bend, warp, one part rescaled), yaw and scale,
+            and depth-camera faults (noise, flying pixels, occlusion, holes), labels following
+            the points (``affordance.augment``); ``augment.YAW_AND_SCALE`` is what the first
+            models were trained with.
         resample_phrasings: Ask each query with a wording drawn afresh, every step, from its
             affordance's training pool (``vocabulary.training_pool``: the seen phrasings and
             the training-only ones) instead of the phrase the data set stored. The data set
@@ -102,7 +114,9 @@ class TrainConfig:
     threads: int | None = None
     log_every: int = 50
     val_every: int = 250
+    val_clouds: int | None = 512
     augment: bool = True
+    augmentation: AugmentConfig = field(default_factory=AugmentConfig)
     resample_phrasings: bool = True
     category_dropout: float = 0.2
     model: AffordanceModelConfig = field(default_factory=AffordanceModelConfig)
@@ -120,6 +134,8 @@ class TrainConfig:
         for name in ("batch_clouds", "log_every", "val_every"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.val_clouds is not None and self.val_clouds < 1:
+            raise ValueError(f"val_clouds must be >= 1 or None, got {self.val_clouds}")
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {self.threads}")
         if not 0.0 <= self.category_dropout <= 1.0:
@@ -173,16 +189,6 @@ def cloud_weights(split: AffordanceSplit) -> np.ndarray:
         c = split.query_cloud[q]
         weights[c] = max(weights[c], inv[split.query_affordance[q]])
     return weights / weights.sum()
-
-
-def _augment(points: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Random yaw about z (objects stand upright) and a mild per-axis scale jitter."""
-    yaw = rng.uniform(0.0, 2.0 * math.pi, size=len(points))
-    c, s = np.cos(yaw), np.sin(yaw)
-    rot = np.zeros((len(points), 3, 3))
-    rot[:, 0, 0], rot[:, 0, 1], rot[:, 1, 0], rot[:, 1, 1], rot[:, 2, 2] = c, -s, s, c, 1.0
-    scale = rng.uniform(0.95, 1.05, size=(len(points), 1, 3))
-    return (np.einsum("bij,bpj->bpi", rot, points) * scale).astype(np.float32)
 
 
 class _Wordings:
@@ -266,6 +272,9 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
         raise FileNotFoundError(f"no {MANIFEST} in {config.data_dir}: run `afford affordance data` first")
     train_split = load(config.data_dir / "train.npz")
     val_split = load(config.data_dir / "val_unseen_shapes.npz")
+    if config.val_clouds is not None and config.val_clouds < len(val_split):
+        spread = np.linspace(0, len(val_split) - 1, config.val_clouds).round().astype(int)
+        val_split = val_split.subset(spread)
     if train_split.points.shape[1] != config.model.num_points:
         raise ValueError(f"the data set has {train_split.points.shape[1]} points per cloud, the model config "
                          f"{config.model.num_points}; set AffordanceModelConfig.num_points to match")
@@ -313,8 +322,9 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
         q = np.concatenate([np.arange(bounds[c], bounds[c + 1]) for c in clouds])
         owner = np.repeat(np.arange(len(clouds)), bounds[clouds + 1] - bounds[clouds])
         points = train_split.points[clouds]
+        index = None
         if config.augment:
-            points = _augment(points, rng)
+            points, index = augment_clouds(points, train_split.part_labels[clouds], rng, config.augmentation)
         cats = None
         if uses_category:
             cats = category_emb[torch.from_numpy(train_split.category[clouds].astype(np.int64))]
@@ -326,7 +336,10 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
             text_rows = train_emb[torch.from_numpy(train_split.query_text[q])]
         owner_t = torch.from_numpy(owner)
         logits = model.match(feats[owner_t], model.query(text_rows, None if cats is None else cats[owner_t]))
-        targets = torch.from_numpy(train_split.query_targets(q))
+        targets_np = train_split.query_targets(q)
+        if index is not None:  # the labels follow the points the augmentation kept or repeated
+            targets_np = np.take_along_axis(targets_np, index[owner], axis=1)
+        targets = torch.from_numpy(targets_np)
         affordances = torch.from_numpy(train_split.query_affordance[q].astype(np.int64))
         loss = balanced_loss(logits, targets, affordances, config.model.dice_weight)
         for group in optimizer.param_groups:
