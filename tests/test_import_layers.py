@@ -1,7 +1,7 @@
 """The import contract: which package may import which (pyproject.toml, ``[tool.importlinter]``).
 
-Layers, top to bottom (docs/architecture.md): cli > bringup > ros | eval | data > pipeline >
-perception | planner | sim | policy > core. A package imports only from layers below it, and
+Layers, top to bottom (docs/architecture.md): cli > bringup > policy > ros | eval | data >
+pipeline > perception | planner | sim > core. A package imports only from layers below it, and
 packages that share a layer do not import each other. Core code never imports ROS, and no two
 modules of one package import each other, even inside a function.
 """

@@ -161,8 +161,9 @@ class RecordingExecutor(WorldExecutor):
                                  .astype(np.float32))
 
 
-def _instruction(task: Any, seed: int) -> str:
-    """One of the task's phrasings, drawn by the seed (the dataset's ``task`` text)."""
+def instruction_for(task: Any, seed: int) -> str:
+    """One of the task's phrasings, drawn by the seed (the dataset's ``task`` text; a policy
+    evaluated on that seed is asked the same way)."""
     return str(task.instructions[zlib.crc32(f"{task.task_id}/{seed}".encode()) % len(task.instructions)])
 
 
@@ -174,7 +175,7 @@ def record_episode(config: DemoConfig, seed: int) -> tuple[dict[str, Any], dict[
     from afford_sim.tasks import get_task
 
     task = get_task(config.task_id)
-    sentence = _instruction(task, seed)
+    sentence = instruction_for(task, seed)
     made: list[RecordingExecutor] = []
 
     def executor(world: Any) -> RecordingExecutor:

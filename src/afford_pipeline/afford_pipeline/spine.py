@@ -187,6 +187,21 @@ def _finish(result: SpineResult, timer: _Timer, t_start: float, abstained: str |
     return result
 
 
+def task_world(task_id: str, seed: int, robot: str = DEFAULT_ROBOT,
+               cameras: Sequence[CameraSpec] = ()) -> BatchWorld:
+    """The batch world of task ``task_id``'s scene for ``seed`` on ``robot``, with ``cameras``
+    added to the task's own: the scene every run of that task and seed starts from (the spine's,
+    a recorded demonstration's, a policy's closed-loop rollout). The caller closes it."""
+    from afford_sim.scene import sample_scene
+    from afford_sim.tasks import get_task
+    from afford_sim.world import BatchWorld
+
+    spec = dataclasses.replace(get_task(task_id).scene(seed), robot=robot, robot_q=())
+    if cameras:
+        spec = dataclasses.replace(spec, cameras=(*spec.cameras, *cameras))
+    return BatchWorld(sample_scene(spec, seed=seed))
+
+
 def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Progress = None) -> SpineResult:
     """Run ``sentence`` end to end: the task it asks for, in a freshly sampled scene.
 
@@ -236,9 +251,7 @@ def run_task(
     from afford_pipeline.execution import WorldExecutor
     from afford_planner.selection import candidate_set_hash
     from afford_planner.skills import stage_iter
-    from afford_sim.scene import sample_scene
     from afford_sim.tasks import find_task, get_task
-    from afford_sim.world import BatchWorld
 
     cfg = config or SpineConfig()
     timer = _Timer()
@@ -266,12 +279,8 @@ def run_task(
     )
 
     with timer("scene"):  # the simulator's set-up; a real robot has its world already
-        spec = dataclasses.replace(task.scene(cfg.seed), robot=cfg.robot, robot_q=())
-        if cameras:
-            spec = dataclasses.replace(spec, cameras=(*spec.cameras, *cameras))
-        placed = sample_scene(spec, seed=cfg.seed)
-        world = BatchWorld(placed)
-    result.randomization = task.drawn(placed)
+        world = task_world(task_id, cfg.seed, cfg.robot, cameras)
+    result.randomization = task.drawn(world.placed)
     try:
         ep = Episode(
             intent, task, world, source, seed=cfg.seed, skill_config=cfg.skill, samplers=cfg.samplers

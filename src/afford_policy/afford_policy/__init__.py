@@ -1,5 +1,6 @@
-"""Visuomotor policies for the afford stack (LeRobot datasets, training, a policy server).
+"""Visuomotor policies for the afford stack (LeRobot).
 
-The policy work is its own issue; this package holds the ROS 2 package slot in the workspace
-so that the graph description and the docker image can already name it.
+:mod:`afford_policy.rollout` runs a policy in closed loop in the batch world, on the scenes an
+``afford generate`` dataset was recorded on, and judges it with the task's stage checks
+(``afford policy eval``; docs/demonstrations.md). A policy node on the ROS graph is still to do.
 """
