@@ -80,6 +80,7 @@ class Monitor:
         self.q: np.ndarray | None = None
         self.errors: list[str] = []
         self.trial_state = ""
+        self.spin_errors: list[str] = []
         for t in contract.TOPICS:
             if t.name not in skip:
                 cb = self._counter(t.name)
@@ -102,11 +103,17 @@ class Monitor:
         self.thread.start()
 
     def _spin(self) -> None:
+        # An exception in one callback (or in the executor's wait set while an entity is being
+        # destroyed) must not end the spin silently: every later message would be missed and a
+        # test would wait for a state it had in fact been sent. It is kept and shown instead.
         while self.context.ok():
             try:
                 self.executor.spin_once(timeout_sec=0.1)
-            except Exception:  # noqa: BLE001 - shutting down
-                return
+            except Exception as e:  # noqa: BLE001 - kept for the test's message
+                if not self.context.ok():
+                    return
+                self.spin_errors.append(f"{type(e).__name__}: {e}")
+                time.sleep(0.01)
 
     def _counter(self, name: str):
         def cb(msg) -> None:
@@ -159,7 +166,8 @@ def graph(tmp_path_factory) -> Iterator[dict]:
         while not client.wait_for_server(timeout_sec=1.0):
             assert proc.poll() is None, "the graph died at start:\n" + log.read_text()[-4000:]
             assert time.monotonic() < end, "no /run_task after 120 s:\n" + log.read_text()[-4000:]
-        client.destroy()
+        # The client is not destroyed here: destroying it while the monitor's thread spins the
+        # same node can fail inside that spin (the node's destruction at close takes it).
         # Ready means the robot's state and the camera are both flowing.
         end = time.monotonic() + 120
         depth = "/camera/aligned_depth_to_color/image_raw"

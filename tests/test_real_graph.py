@@ -115,7 +115,8 @@ def real_graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
         while not client.wait_for_server(timeout_sec=1.0):
             assert graph.poll() is None, "the real graph died at start:\n" + log.read_text()[-4000:]
             assert time.monotonic() < end, "no /run_task after 180 s:\n" + log.read_text()[-4000:]
-        client.destroy()
+        # The client stays until the monitor closes: destroying it while the monitor's thread
+        # spins the same node can fail inside that spin.
         end = time.monotonic() + 120
         info = "/camera/color/camera_info"
         while (monitor.q is None or monitor.counts[info] == 0) and time.monotonic() < end:
@@ -147,7 +148,8 @@ def _wait_for_approval(graph: dict, sentence: str) -> tuple[threading.Thread, di
         time.sleep(0.05)
     if monitor.trial_state != "approve":
         thread.join(timeout=60)
-        raise AssertionError(f"the trial never waited for approval: {box.get('out')}\n{_log(graph)}")
+        raise AssertionError(f"the trial never waited for approval (monitor saw {monitor.trial_state!r}, "
+                             f"its spin errors: {monitor.spin_errors}): {box.get('out')}\n{_log(graph)}")
     before = _at_rest(monitor)
     time.sleep(1.0)
     assert np.max(np.abs(monitor.q - before)) < 1e-3, "the arm moved before the approval"
