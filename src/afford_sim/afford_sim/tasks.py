@@ -326,6 +326,10 @@ class PlaceTask(Task):
 
     #: Share of the receiver's height the object's lowest point must be below its rim, "in" it.
     depth_share: ClassVar[float] = 1 / 3
+    #: The receiver's yaw range (rad); any yaw for things that are the same from every side.
+    receiver_yaw: ClassVar[tuple[float, float]] = (-math.pi, math.pi)
+    #: Free gap between the object's and the receiver's footprints (m).
+    receiver_gap: ClassVar[float] = 0.08
 
     @classmethod
     def contains(cls) -> bool:
@@ -344,7 +348,8 @@ class PlaceTask(Task):
                 dest,
                 dest,
                 s2,
-                Relative("left_of", self.target_name, distance=0.08, jitter=0.02, yaw=(-math.pi, math.pi)),
+                Relative("left_of", self.target_name, distance=self.receiver_gap, jitter=0.02,
+                         yaw=self.receiver_yaw),
                 params=p2,
             ),
         )
@@ -378,6 +383,25 @@ class PlaceTask(Task):
             ok = ok and sunk >= need
             detail += f", lowest point {sunk * 100:.1f} cm below the rim (in it from {need * 100:.1f} cm)"
         return Check(ok, detail)
+
+
+class PlaceOnShelfTask(PlaceTask):
+    """Pick an object and set it on the top board of a low shelf unit that faces the robot.
+
+    Example: "put the mug on the shelf" (AffordSim's pick_mugcup_place_woodshelf).
+    Randomized: both shapes, the shelf pinned 20-30 cm tall (its top board is where a hand
+    holding a 10-20 cm object from above still reaches; the FR3 cannot lower a mug onto a
+    55 cm board from above at 30 cm to its left); the object in a 16 x 16 cm window on the
+    robot's right with +-30 deg yaw; the shelf to its left, 8 cm (+-2 cm) between their
+    footprints, its open front towards the robot (yaw 180 deg +-15 deg).
+    Success: grasp and lift as for picking; place: as for any receiver, the object rests on the
+    shelf (touching it, not the table nor the fingers) with its centre over the shelf's
+    footprint, which for a shelf lower boards cannot satisfy from outside: an object that fell
+    off the front lies on the table.
+    """
+
+    receiver_yaw = (math.pi - math.pi / 12, math.pi + math.pi / 12)
+    receiver_gap = 0.14
 
 
 class PlaceOnTableTask(Task):
@@ -757,3 +781,17 @@ for _t in ("bottle", "soup_can"):
     _add(PlaceOnTableTask, f"place-{_slug(_t)}-table-v1", target=_t, tier="easy",
          instructions=(f"put the {_say(_t)} on the table", f"place the {_say(_t)} on the table",
                        f"set the {_say(_t)} down on the table"))
+
+# Medium tier, pick and place: the grasp must land on the part that carries the object (a
+# mug's handle, a kettle's handle, a paper cup's body below the rim it would crush). "On the
+# shelf" is on its top board, the one a hand reaches from above.
+_add(PlaceOnTableTask, "place-paper-cup-table-v1", target="paper_cup", tier="medium",
+     instructions=("put the paper cup on the table", "place the paper cup on the table",
+                   "set the paper cup down on the table"))
+_LOW_SHELF = {"shelf": {"height": (0.2, 0.25), "width": (0.4, 0.5)}}
+for _t, _d, _p in (("bell_pepper", "pan", "in"), ("kettle", "kettle_base", "on"),
+                   ("mug", "shelf", "on"), ("scrub_bottle", "shelf", "on")):
+    _add(PlaceOnShelfTask if _d == "shelf" else PlaceTask, _place_id(_t, _d), target=_t, destination=_d,
+         tier="medium", shapes=_LOW_SHELF if _d == "shelf" else _FIT.get((_t, _d)),
+         instructions=(f"put the {_say(_t)} {_p} the {_say(_d)}", f"place the {_say(_t)} {_p} the {_say(_d)}",
+                       f"move the {_say(_t)} {_ONTO[_p]} the {_say(_d)}"))

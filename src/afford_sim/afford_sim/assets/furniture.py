@@ -134,7 +134,8 @@ class ShelfParams(Params):
 
     width: float = span(0.4, 0.6)
     depth: float = span(0.2, 0.3)
-    height: float = span(0.3, 0.55)
+    # Down to 0.2 m for a task's low shelf (a top board the hand reaches from above).
+    height: float = span(0.3, 0.55, limits=(0.2, 0.55))
     boards: int = count(2, 4)
     board_thickness: float = span(0.015, 0.022)
     side_thickness: float = span(0.015, 0.02)
