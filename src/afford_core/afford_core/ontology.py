@@ -257,7 +257,10 @@ CATEGORIES: dict[str, Category] = {
             ("body", "cap"),
             {"body": ("grasp_body", "contain"), "cap": ("press", "pour_out")},
             "body",
-            synonyms=("scrub bottle", "scrubbottle", "spray bottle", "cleaner bottle"),
+            synonyms=("scrub bottle", "scrubbottle", "spray bottle", "cleaner bottle", "cleaning bottle",
+                      "cleanser bottle", "cleanser", "scrub cleanser", "scrubbing cleanser", "squeeze bottle",
+                      "bottle of cleanser", "bottle of scrub", "bottle of scrub cleanser",
+                      "bottle of scrubbing cleanser", "squeeze bottle of cleanser"),
             part_synonyms={"cap": ("trigger", "sprayer", "spray head", "nozzle")},
         ),
         # A cracker box lying on its broad face: pushed in the benchmark, small things set on it.
@@ -335,7 +338,7 @@ CATEGORIES: dict[str, Category] = {
             ("board", "frame"),
             {"board": ("support",), "frame": ("support",)},
             "board",
-            synonyms=("shelf", "shelves"),
+            synonyms=("shelf", "shelves", "shelf unit", "shelving unit", "shelving"),
             fixed=True,
         ),
         _c(

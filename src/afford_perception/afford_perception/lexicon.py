@@ -275,7 +275,17 @@ TAIL_FILLERS: PhraseIndex[str] = PhraseIndex(
 ELSEWHERE: PhraseIndex[str] = PhraseIndex(
     (p, p) for p in ("elsewhere", "somewhere else", "somewhere", "anywhere else", "anywhere", "over a bit",
                      "over a little", "over a little bit", "a bit", "a little", "a little bit", "slightly",
-                     "a bit further", "a little further", "aside")
+                     "a bit further", "a little further", "further", "aside")
+)
+# A relative clause after a receiver that only says it is the object's usual place: "lower it
+# onto the round base it sits on", "the shelf that it goes on". It names nothing new.
+USUAL_PLACE: PhraseIndex[str] = PhraseIndex(
+    (f"{rel}{it} {verb} {prep}", "usual")
+    for rel in ("", "that ", "which ")
+    for it in ("it", "they")
+    for verb in ("sits", "sit", "stands", "stand", "rests", "rest", "goes", "go", "belongs", "belong",
+                 "lives", "live", "usually sits", "usually goes", "normally sits", "came", "was", "were")
+    for prep in ("on", "in", "from")
 )
 # A spot of a surface or object, not a thing: "to a different spot on the table".
 SPOTS: frozenset[str] = frozenset({"spot", "place", "position", "location", "area", "space", "point", "bit",
@@ -332,7 +342,7 @@ TRAILING_OK: frozenset[str] = frozenset(
     {"please", "carefully", "gently", "slowly", "quickly", "now", "again", "too", "also", "up", "down",
      "over", "back", "here", "there", "for", "me", "thanks", "thank", "you", "firmly", "safely",
      "instead", "away", "out", "properly", "upright", "standing", "vertically", "straight", "flat",
-     "securely",
+     "securely", "first",
      "steady", "level", "softly", "neatly", "nicely", "pls", "plz"}
 )
 PARTICLES: frozenset[str] = frozenset({"up", "down", "over", "back", "away", "out"})

@@ -483,6 +483,16 @@ class _Parser:
             if where is not None:
                 ac.elsewhere = True
                 i += where[0]
+                if i < len(rest) - 1 and rest[i] == "along":
+                    # "a little further along the table": where on that surface, not a path.
+                    current = []
+                    ac.dest.append(_Destination("on", True, current))
+                    i += 1
+                continue
+            usual = lx.USUAL_PLACE.match(rest, i)
+            if usual is not None and ac.dest and current is ac.dest[-1].tokens \
+                    and all(t in lx.TRAILING_OK for t in rest[i + usual[0]:]):
+                i += usual[0]  # "onto the base it sits on": that receiver, said again
                 continue
             link = lx.RESULT_LINKS.match(rest, i)
             if link is not None:  # "so it sits": the destination that follows is the action's

@@ -120,6 +120,13 @@ AFFORDSIM_MEDIUM = [
     _case("push the coffee tin", _intent("coffee_can", "body", A.PUSH)),
     _case("put the banana in the basket", _intent("banana", "body", A.PLACE, dest="basket", region="body")),
     _case("pick up the basket", _intent("basket", "handle", A.PICK)),
+    # A relative clause that only says the receiver is the object's usual place names nothing new.
+    _case("lower the kettle onto the round base it sits on",
+          _intent("kettle", "handle", A.PLACE, dest="kettle_base", region="plate")),
+    _case("put the mug on the shelf that it goes on",
+          _intent("mug", "handle", A.PLACE, dest="shelf", region="board")),
+    _case("put the cleanser on the shelf unit",
+          _intent("scrub_bottle", "body", A.PLACE, dest="shelf", region="board")),
 ]
 
 POUR = [

@@ -155,6 +155,11 @@ def test_elsewhere_is_a_place_on_the_surface() -> None:
     intent = parse("move the soup can somewhere else", known_objects=("soup_can", "bowl"),
                    config=NO_EMBEDDINGS)
     assert (intent.next_action, intent.destination) == (A.PLACE, None)
+    # "further along the table" is where on the surface, not a path ("along" alone is refused).
+    intent = parse("put the paper cup down a little further along the table", config=NO_EMBEDDINGS)
+    assert (intent.next_action, intent.target, intent.destination) == (A.PLACE, "paper_cup", None)
+    with pytest.raises(TaskParseError, match="'along'"):
+        parse("put the paper cup along the table", config=NO_EMBEDDINGS)
 
 
 @pytest.mark.parametrize(("verb", "ing"), [("pop", "popping"), ("place", "placing"), ("hang", "hanging"),

@@ -394,10 +394,10 @@ class PlaceOnShelfTask(PlaceTask):
     55 cm board from above at 30 cm to its left); the object in a 16 x 16 cm window on the
     robot's right with +-30 deg yaw; the shelf to its left, 8 cm (+-2 cm) between their
     footprints, its open front towards the robot (yaw 180 deg +-15 deg).
-    Success: grasp and lift as for picking; place: as for any receiver, the object rests on the
-    shelf (touching it, not the table nor the fingers) with its centre over the shelf's
-    footprint, which for a shelf lower boards cannot satisfy from outside: an object that fell
-    off the front lies on the table.
+    Success: grasp and lift as for picking; place: as for any receiver (:class:`PlaceTask`),
+    after release and retreat the object touches the shelf and neither the table nor the
+    fingers, its centre over the shelf's footprint. An object that fell off lies on the table;
+    one on a lower board is on the shelf too and passes (the skill aims at the top board).
     """
 
     receiver_yaw = (math.pi - math.pi / 12, math.pi + math.pi / 12)

@@ -316,6 +316,34 @@ def _yaw(angle: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
+def test_place_on_a_shelf_passes_on_its_top_board_and_fails_fallen_in_front_of_it() -> None:
+    """The low shelf faces the robot and is pinned 20-25 cm tall; a mug set on its top board
+    passes, the same mug on the table in front of the shelf (fallen off) does not, nor one
+    still in the hand above the board."""
+    with _scene("place-mug-shelf-v1") as (task, world):
+        pose = world.object_pose("shelf")
+        yaw = np.degrees(np.arctan2(pose[1, 0], pose[0, 0])) % 360
+        assert 165 - 1e-6 <= yaw <= 195 + 1e-6, yaw  # its open front towards the robot
+        verts = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == "shelf"])
+        top = float(verts[:, 2].max())
+        assert 0.2 - 1e-6 <= top <= 0.25 + 1e-6, top
+        result = _check(task, "place", world)
+        assert not result.ok and "on the table: True" in result.detail, result.detail
+        centre = world.object_center("shelf")
+        _put_centre_at(world, "mug", [centre[0], centre[1], top + 0.07])
+        world.advance(1.0)
+        result = _check(task, "place", world)
+        assert result.ok, result.detail
+        front = float(verts[:, 0].min())  # the face towards the robot
+        _put_centre_at(world, "mug", [front - 0.06, centre[1], 0.06])
+        world.advance(1.0)
+        result = _check(task, "place", world)
+        assert not result.ok and "on the table: True" in result.detail, result.detail
+        assert "outside" in result.detail, result.detail
+        _grip_in_hand(world, "mug")
+        assert not _check(task, "place", world).ok
+
+
 def test_place_on_the_table_needs_a_new_spot_upright_and_let_go() -> None:
     """Where it started: not placed (moved 0 cm). 15 cm away upright, at rest: placed. On its
     side there: dropped, not placed. In the hand: not placed."""
