@@ -179,7 +179,9 @@ class Episode:
         obs = self.world.render()
         self.cloud = _observed(self.world, obs, self.intent.target, self.seed)
         if self.intent.destination:
-            self._dest_cloud = _observed(self.world, obs, self.intent.destination, self.seed + 1)
+            # The task names the receiver in the scene: a second block to stack on is "cube_2".
+            dest = (self.task.destination_name if self.task is not None else None) or self.intent.destination
+            self._dest_cloud = _observed(self.world, obs, dest, self.seed + 1)
         # Obstacles for the clearance term: everything seen but the target and the support.
         scene = self.world.scene_cloud(obs, exclude=[self.intent.target, "table", "floor"])
         self.obstacles = voxel_down(scene, 0.005)

@@ -54,3 +54,29 @@ def test_nothing_moves_when_no_candidate_passes_the_gate() -> None:
     assert "reach 0.1" in result.abstained
     assert result.eligible == 0 and result.candidates > 0
     assert result.stages == {} and not result.success
+
+
+def test_the_receiver_is_perceived_by_its_name_in_the_scene() -> None:
+    """Stacking a block on another: both are "cube"s; the receiver is the scene's ``cube_2``
+    and perception must take the destination's points from it, not from the held block."""
+    import numpy as np
+
+    from afford_perception.grounding import make_source
+    from afford_perception.parser import parse
+    from afford_pipeline.episode import Episode
+    from afford_pipeline.spine import task_world
+    from afford_sim.tasks import get_task
+
+    task = get_task("stack-cube-v1")
+    world = task_world("stack-cube-v1", 0)
+    try:
+        ep = Episode(parse(task.instruction), task, world, make_source("oracle"), seed=0)
+        ep.perceive()
+        ep.ground()
+        assert ep.dest_region is not None and ep.cloud is not None
+        receiver, held = world.object_center("cube_2"), world.object_center("cube")
+        seen = np.median(ep.dest_region[:, :2], axis=0)
+        assert np.linalg.norm(seen - receiver[:2]) < 0.03 < np.linalg.norm(seen - held[:2])
+        assert np.linalg.norm(np.median(ep.cloud.points[:, :2], axis=0) - held[:2]) < 0.03
+    finally:
+        world.close()

@@ -83,7 +83,7 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     _b("pull_cabinet15", "medium", "pull_push"),
     _b("push_cheezbox", "medium", "pull_push"),
     _b("push_coffeecan", "medium", "pull_push"),
-    _b("stack_cube", "medium", "stack"),
+    _b("stack_cube", "medium", "stack", "stack-cube-v1"),
     _b("stack_four_cube_pyramid", "medium", "stack"),
     _b("stack_papercup", "medium", "stack"),
     _b("composite_2picks_to_plate", "medium", "composite"),

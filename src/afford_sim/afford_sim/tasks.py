@@ -337,16 +337,16 @@ class PlaceTask(Task):
         return _contains(cls.destination or "")
 
     def scene(self, seed: int) -> SceneSpec:
-        dest = self.destination_name
-        assert dest is not None
+        dest, kind = self.destination_name, self.destination
+        assert dest is not None and kind is not None
         target = (self.target_name, dict(self.shapes.get(self.target_name, {})))
-        receiver = (dest, dict(self.shapes.get(dest, {})))
+        receiver = (kind, dict(self.shapes.get(kind, {})))
         (s1, p1), (s2, p2) = _fitting_pair(seed, target, receiver, self.contains())
         return _scene(
             ObjectSpec(self.target_name, self.target_name, s1, _FRONT, params=p1),
             ObjectSpec(
                 dest,
-                dest,
+                kind,
                 s2,
                 Relative("left_of", self.target_name, distance=self.receiver_gap, jitter=0.02,
                          yaw=self.receiver_yaw),
@@ -383,6 +383,25 @@ class PlaceTask(Task):
             ok = ok and sunk >= need
             detail += f", lowest point {sunk * 100:.1f} cm below the rim (in it from {need * 100:.1f} cm)"
         return Check(ok, detail)
+
+
+class StackTask(PlaceTask):
+    """Stack an object on another of the same kind (AffordSim's stack_cube: a block on a block).
+
+    Example: "stack the cube on the other cube".
+    Randomized: both shapes, drawn independently (two blocks of 4-6 cm); the first in a 16 x 16
+    cm window on the robot's right with +-30 deg yaw; the second, the receiver, to its left,
+    8 cm (+-2 cm) between their footprints, any yaw. The receiver is the scene's object
+    ``<kind>_2``, so the two are told apart by name in the simulator; the robot tells them apart
+    by the role the sentence gives them (the one on the right is held).
+    Success: grasp and lift as for picking; place: after release and retreat, the object rests
+    on the other one: it touches it and neither the table nor the fingers, its centre over the
+    other's footprint (in that block's own frame). A block that slid off touches the table.
+    """
+
+    @property
+    def destination_name(self) -> str | None:
+        return None if self.destination is None else f"{self.destination}_2"
 
 
 class PlaceOnShelfTask(PlaceTask):
@@ -788,6 +807,9 @@ for _t in ("bottle", "soup_can"):
 _add(PlaceOnTableTask, "place-paper-cup-table-v1", target="paper_cup", tier="medium",
      instructions=("put the paper cup on the table", "place the paper cup on the table",
                    "set the paper cup down on the table"))
+_add(StackTask, "stack-cube-v1", target="cube", destination="cube", tier="medium",
+     instructions=("stack the cube on the other cube", "put the cube on top of the other cube",
+                   "place the cube on the other cube"))
 _LOW_SHELF = {"shelf": {"height": (0.2, 0.25), "width": (0.4, 0.5)}}
 for _t, _d, _p in (("bell_pepper", "pan", "in"), ("kettle", "kettle_base", "on"),
                    ("mug", "shelf", "on"), ("scrub_bottle", "shelf", "on")):

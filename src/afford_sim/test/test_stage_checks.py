@@ -316,6 +316,27 @@ def _yaw(angle: float) -> np.ndarray:
     return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
+def test_stack_passes_on_the_other_block_and_fails_beside_it() -> None:
+    """Two blocks: the receiver is the scene's ``cube_2``. Where the sampler put them, side by
+    side on the table: not stacked. The held block centred on the other, settled: stacked. Off
+    its edge, on the table against it: not stacked."""
+    with _scene("stack-cube-v1") as (task, world):
+        assert task.destination_name == "cube_2" and task.target_name == "cube"
+        result = _check(task, "place", world)
+        assert not result.ok and "on the table: True" in result.detail, result.detail
+        below = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == "cube_2"])
+        top = float(below[:, 2].max())
+        _put_centre_at(world, "cube", [*world.object_center("cube_2")[:2], top + 0.04])
+        world.advance(1.0)
+        result = _check(task, "place", world)
+        assert result.ok, result.detail
+        side = float(np.ptp(below[:, 0]))
+        _put_centre_at(world, "cube", world.object_center("cube_2") + [side + 0.01, 0.0, 0.0])
+        world.advance(1.0)
+        result = _check(task, "place", world)
+        assert not result.ok and "on the table: True" in result.detail, result.detail
+
+
 def test_place_on_a_shelf_passes_on_its_top_board_and_fails_fallen_in_front_of_it() -> None:
     """The low shelf faces the robot and is pinned 20-25 cm tall; a mug set on its top board
     passes, the same mug on the table in front of the shelf (fallen off) does not, nor one

@@ -17,6 +17,8 @@ from afford_sim.tasks import TASKS, TIERS, PickTask, find_task, get_task, regist
         ("hang-mug-v1", {"mug", "rack"}),
         ("pour-paper-cup-v1", {"paper_cup", "bowl"}),
         ("open-drawer-v1", {"cabinet"}),
+        ("stack-cube-v1", {"cube", "cube_2"}),
+        ("place-mug-shelf-v1", {"mug", "shelf"}),
     ],
 )
 def test_task_builds_a_placeable_scene_of_its_objects(task_id: str, objects: set[str]) -> None:
