@@ -186,12 +186,14 @@ def _cmd_robots(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
+    width = max(len(r["name"]) for r in rows)
     for r in rows:
         stroke_mm = r["stroke_m"] * 1000
         mark = " (default)" if r["default"] else ""
-        print(f"{r['name']:<6} {r['title']}{mark}")
+        print(f"{r['name']:<{width}} {r['title']}{mark}")
         hand = f"{r['gripper']} ({stroke_mm:.0f} mm, {r['max_force_n']:.0f} N)"
-        print(f"       {r['dof']} joints, {hand}, driven by {r['drive']}, validated on {r['tasks']} tasks")
+        print(f"{'':<{width}}  {r['dof']} joints, {hand}, driven by {r['drive']}, "
+              f"validated on {r['tasks']} tasks")
     return 0
 
 

@@ -9,19 +9,22 @@ import pytest
 
 from afford_core.robots import DEFAULT_ROBOT, HOME_TCP_ROTATION, ROBOTS, get_robot
 from afford_core.robots.fr3 import FR3
+from afford_core.robots.robotiq import ROBOTIQ_2F85
+
+ARMS = ["fr3", "kinova3", "panda", "ur5e"]
 
 
 def test_registry_lists_the_arms_and_refuses_unknown_names() -> None:
-    assert {"fr3", "ur5e"} <= set(ROBOTS.names())
+    assert set(ARMS) <= set(ROBOTS.names())
     assert get_robot() is get_robot(DEFAULT_ROBOT) is FR3
     assert get_robot(FR3) is FR3
-    with pytest.raises(KeyError, match="unknown robot 'r2d2'; known: fr3, ur5e"):
+    with pytest.raises(KeyError, match="unknown robot 'r2d2'; known: fr3, kinova3, panda, ur5e"):
         get_robot("r2d2")
     with pytest.raises(ValueError, match="already registered"):
         ROBOTS.register("fr3", get_robot("ur5e"))
 
 
-@pytest.mark.parametrize("name", ["fr3", "ur5e"])
+@pytest.mark.parametrize("name", ARMS)
 def test_every_description_is_complete_and_consistent(name: str) -> None:
     robot = get_robot(name)
     assert robot.dof == len(robot.home) == len(robot.velocity_limits) == len(robot.sim.arm_joints)
@@ -32,6 +35,31 @@ def test_every_description_is_complete_and_consistent(name: str) -> None:
     assert robot.sim.finger_width(np.asarray(robot.sim.finger_open_qpos)) == pytest.approx(
         gripper.max_width, abs=1e-3
     )
+    # The simulator's finger joints lead the description's (the Robotiq's driven joint first;
+    # the others follow it), so the width a set of finger values opens to reads back.
+    n = len(robot.sim.finger_joints)
+    for width in (0.0, 0.02, gripper.max_width / 2, gripper.max_width):
+        values = np.asarray(gripper.finger_positions(width))[:n]
+        assert robot.sim.finger_width(values) == pytest.approx(width, abs=1e-3), width
+
+
+def test_the_robotiq_arms_share_one_gripper() -> None:
+    """The UR5e and the Kinova Gen3 carry the same robosuite Robotiq 2F-85: one description and one
+    simulator binding of it, not two copies."""
+    ur5e, kinova3 = get_robot("ur5e"), get_robot("kinova3")
+    assert ur5e.gripper is kinova3.gripper is ROBOTIQ_2F85
+    shared = dataclasses.asdict(ur5e.sim) | {"mjcf": None, "arm_joints": None}
+    assert shared == dataclasses.asdict(kinova3.sim) | {"mjcf": None, "arm_joints": None}
+    assert ur5e.tcp_from_flange == kinova3.tcp_from_flange
+
+
+def test_continuous_joints_are_bounded_by_the_description() -> None:
+    """The Kinova Gen3's odd joints turn without end (its model leaves them unbounded); the
+    planner needs finite ranges, which the description gives."""
+    kinova3 = get_robot("kinova3")
+    assert kinova3.position_limits is not None and len(kinova3.position_limits) == kinova3.dof
+    for (lo, hi), q in zip(kinova3.position_limits, kinova3.home, strict=True):
+        assert lo < q < hi
 
 
 @pytest.mark.parametrize(
@@ -42,6 +70,9 @@ def test_every_description_is_complete_and_consistent(name: str) -> None:
         ({"drive": "telepathy"}, "drive must be one of"),
         ({"arm_joints": ("a", "a", "b", "c", "d", "e", "f")}, "distinct"),
         ({"tcp_from_flange": (1.0,) * 4}, "flattened 4x4"),
+        ({"position_limits": ((-1.0, 1.0),) * 6}, "position_limits must give 7"),
+        ({"position_limits": ((-1.0, 1.0),) * 6 + ((1.0, -1.0),)}, "position_limits must give 7"),
+        ({"position_limits": ((-1.0, 1.0),) * 6 + ((-np.inf, 1.0),)}, "position_limits must give 7"),
     ],
 )
 def test_a_malformed_description_is_refused(change: dict[str, object], match: str) -> None:

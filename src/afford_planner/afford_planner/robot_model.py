@@ -13,6 +13,7 @@ converts at the boundary so callers never see base-frame quantities.
 Joint limits are the intersection of the kinematic model's and the simulator's MJCF ranges: a
 URDF often ships the wider mechanical limits, the MJCF the narrower datasheet limits that the
 simulator and the real controller enforce, so planning inside both keeps every plan executable.
+A description's ``position_limits`` narrow them further (and bound continuous joints).
 """
 
 from __future__ import annotations
@@ -155,6 +156,15 @@ class RobotModel:
                 if name in ranges:
                     lower[i] = max(lower[i], ranges[name][0])
                     upper[i] = min(upper[i], ranges[name][1])
+        if self.robot.position_limits is not None:
+            bounds = np.asarray(self.robot.position_limits, dtype=np.float64)
+            lower, upper = np.maximum(lower, bounds[:, 0]), np.minimum(upper, bounds[:, 1])
+        unbounded = [i + 1 for i in range(self.nq) if not np.isfinite(upper[i] - lower[i])]
+        if unbounded:
+            raise ValueError(
+                f"{self.robot.name}: joints {unbounded} are unbounded; give them position_limits "
+                "in the description"
+            )
         self.lower: np.ndarray = lower + self.config.limit_margin
         self.upper: np.ndarray = upper - self.config.limit_margin
         self.velocity_limits: np.ndarray = np.asarray(self.robot.velocity_limits, dtype=np.float64)

@@ -4,6 +4,7 @@ simulator, its hand opens and closes to its stroke, and it can pick a cube up.""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ def _world(robot: str, objects: tuple[ObjectSpec, ...] = ()) -> BatchWorld:
 
 
 @pytest.fixture(scope="module", params=ARMS)
-def arm(request: pytest.FixtureRequest) -> tuple[BatchWorld, RobotModel]:
+def arm(request: pytest.FixtureRequest) -> Iterator[tuple[BatchWorld, RobotModel]]:
     world = _world(request.param)
     yield world, RobotModel(request.param)
     world.close()
@@ -55,6 +56,16 @@ def test_hand_opens_to_its_stroke_and_closes(arm: tuple[BatchWorld, RobotModel])
     assert world.close_gripper() < 0.005
     assert world.open_gripper() == pytest.approx(stroke, abs=0.004)
     assert world.close_gripper() < 0.005  # and again: a jammed linkage would stop here
+
+
+@pytest.mark.parametrize("robot", [a for a in ARMS if a != "fr3"])
+def test_home_holds_the_tcp_35_cm_above_the_table(robot: str) -> None:
+    """The robosuite arms' homes were solved with the planner's IK for the TCP at (0.45, 0, 0.35),
+    pointing down (HOME_TCP_ROTATION); the FR3 keeps Franka's ready pose."""
+    model = RobotModel(robot)
+    home = model.fk(model.q_home)
+    np.testing.assert_allclose(home[:3, 3], [0.45, 0.0, 0.35], atol=1e-3)
+    np.testing.assert_allclose(home[:3, :3], HOME_TCP_ROTATION, atol=1e-3)
 
 
 @pytest.mark.slow
@@ -90,8 +101,19 @@ def test_arm_picks_up_a_cube(robot: str) -> None:
         world.advance(0.5)
         assert world.object_pose("cube")[2, 3] - start[2] > 0.12
         assert world.in_contact(FINGERS[0], "cube") and world.in_contact(FINGERS[1], "cube")
+        # The width the simulator reads (the description's map from finger joints to the pads'
+        # opening) is the cube's 4.5 cm, less what the pads sink in.
+        assert world.gripper_width() == pytest.approx(0.045, abs=0.003)
     finally:
         world.close()
+
+
+def test_unbounded_joints_need_the_description_s_limits() -> None:
+    """The Kinova Gen3's model leaves four joints continuous; without the description's
+    position_limits the planner would sample and interpolate over infinite ranges."""
+    kinova3 = ROBOTS.get("kinova3")
+    with pytest.raises(ValueError, match=r"joints \[1, 3, 5, 7\] are unbounded"):
+        RobotModel(dataclasses.replace(kinova3, position_limits=None))
 
 
 def test_a_scene_for_an_unknown_robot_is_refused() -> None:

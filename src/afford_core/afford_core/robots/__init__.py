@@ -17,6 +17,8 @@ from afford_core.robots.description import (
     SimBinding,
 )
 from afford_core.robots.fr3 import FR3
+from afford_core.robots.kinova3 import KINOVA3
+from afford_core.robots.panda import PANDA
 from afford_core.robots.ur5e import UR5E
 
 ROBOTS: Registry[RobotDescription] = Registry("robot")
@@ -25,6 +27,8 @@ DEFAULT_ROBOT = "fr3"
 
 ROBOTS.register("fr3", FR3)
 ROBOTS.register("ur5e", UR5E)
+ROBOTS.register("kinova3", KINOVA3)
+ROBOTS.register("panda", PANDA)
 
 
 def get_robot(name: str | RobotDescription = DEFAULT_ROBOT) -> RobotDescription:

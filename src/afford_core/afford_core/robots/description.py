@@ -157,6 +157,10 @@ class RobotDescription:
         never_colliding: Link pairs the joint limits keep apart, left out of self-collision
             checks (an SRDF's "never in collision" list).
         maker_url: Where the limits come from.
+        position_limits: Joint ranges (rad, ``(lower, upper)`` per arm joint) intersected with
+            the model files'; needed where a file leaves a joint unbounded (a continuous joint,
+            as the Kinova Gen3's odd joints are): the planner samples and interpolates inside
+            finite limits. ``None``: the files' ranges alone.
     """
 
     name: str
@@ -175,6 +179,7 @@ class RobotDescription:
     drive: DriveKind
     never_colliding: frozenset[frozenset[str]] = field(default_factory=frozenset)
     maker_url: str = ""
+    position_limits: tuple[tuple[float, float], ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.arm_joints)
@@ -190,6 +195,11 @@ class RobotDescription:
             raise ValueError(f"{self.name}: sim.arm_joints must name the {n} arm joints")
         if self.tcp_from_flange is not None and len(self.tcp_from_flange) != 16:
             raise ValueError(f"{self.name}: tcp_from_flange must be a flattened 4x4 matrix")
+        if self.position_limits is not None and (
+            len(self.position_limits) != n
+            or not all(math.isfinite(lo) and math.isfinite(hi) and lo < hi for lo, hi in self.position_limits)
+        ):
+            raise ValueError(f"{self.name}: position_limits must give {n} finite (lower, upper) pairs")
         if self.drive not in DRIVES:
             raise ValueError(f"{self.name}: drive must be one of {DRIVES}, got {self.drive!r}")
 

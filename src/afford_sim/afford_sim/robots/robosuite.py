@@ -5,21 +5,33 @@ motors for robosuite's own controllers. A real arm's controller tracks joint pos
 gravity compensation, and the batch world commands positions, so each motor becomes a position
 servo:
 
-* ``kp = tau_max / 0.075 rad``: the joint reaches its torque limit (robosuite's motor range,
-  the maker's joint torques: UR5e 150 / 28 Nm) at 4.3 deg of error; a 0.1 kg payload 0.5 m out
-  costs a quarter of a milliradian at the shoulder;
+* ``kp = tau_max / 0.075 rad``: the joint reaches its torque limit (robosuite's motor range:
+  UR5e 150 / 28 Nm, the maker's joint torques; Panda 80 / 12 Nm; Kinova Gen3 32 / 13 Nm) at
+  4.3 deg of error; a 0.1 kg payload 0.5 m out costs a quarter of a milliradian at the UR5e's
+  shoulder;
 * ``kv`` for critical damping (MuJoCo's ``dampratio`` 1), stable under ``implicitfast``;
+* the joint ranges narrowed to the description's ``position_limits`` where it gives them (the
+  Kinova Gen3's continuous joints get a range), so the simulator and the planner agree;
 * gravity compensation on every body of the robot (the controller knows the tool), delivered
   through the actuators (``actgravcomp``) so the torque limits still clamp it;
 * joint armature 0.1 kg m^2 instead of robosuite's artificial 5 / (i + 1) (the value of the
   UR5e model in MuJoCo Menagerie), and no air density or viscosity (robosuite switches on
   fluid forces).
 
-The Robotiq 2F-85 as exported has open linkages and two weak actuators: closed on nothing its
-fingers fold past their limits and jam (robosuite issue #772). :func:`close_robotiq_linkage`
-adds the ROS model's mimic relations as joint equalities and drives the hand with one
-force-limited position actuator, so one control value opens and closes it and the squeeze per
-pad is set in newtons.
+The Robotiq 2F-85 as exported (on the UR5e and the Kinova Gen3) has open linkages and two weak
+actuators: closed on nothing its fingers fold past their limits and jam (robosuite issue #772).
+:func:`close_robotiq_linkage` adds the ROS model's mimic relations as joint equalities and drives
+the hand with one force-limited position actuator, so one control value opens and closes it and
+the squeeze per pad is set in newtons.
+
+The Panda gripper as exported drives each slide finger with its own 20 N servo: the fingers are
+neither coupled nor squeezed with the hand's force. :func:`couple_panda_fingers` mirrors the
+second finger on the first with a joint equality and drives the pair with one force-limited
+position actuator, as for the Robotiq. Two settings keep that servo calm: its damping sits on the
+finger joints (an actuator's own damping, clamped by its force limit, made the force flip between
+its limits every step), and robosuite's 1 kg finger armature stays (with 0.01 kg the fingers
+vibrated on a thin mug handle until the contact broke: MuJoCo scales a contact's stiffness with
+the mass behind it).
 """
 
 from __future__ import annotations
@@ -29,7 +41,8 @@ from typing import TYPE_CHECKING
 import mujoco
 
 from afford_core.robots import RobotDescription
-from afford_core.robots.ur5e import ROBOTIQ_CLOSED, ROBOTIQ_FOLLOWERS
+from afford_core.robots.panda import FINGER_TRAVEL, PANDA_GRIPPER
+from afford_core.robots.robotiq import ROBOTIQ_2F85, ROBOTIQ_CLOSED, ROBOTIQ_FOLLOWERS
 
 if TYPE_CHECKING:
     from afford_sim.mjcf import ModelConfig
@@ -41,6 +54,14 @@ ARM_ARMATURE = 0.1
 ROBOTIQ_TORQUE_PER_NEWTON = 0.107
 """``finger_joint`` torque (N m) per newton of squeeze on each pad: twice d(pad y)/d(finger_joint)
 near a 45 mm opening, measured on the exported model."""
+GRIP_TIME_CONSTANT = 0.15
+"""kv / kp of the gripper servos (s): a first-order close in about half a second in free air (the
+real 2F-85 takes >= 0.57 s; the Panda gripper, whose servo starts at its force limit, shuts from
+fully open in about 0.75 s); the force limit bounds the squeeze at rest, not the speed."""
+PANDA_FULL_FORCE_TRAVEL = 0.01
+"""Finger travel (m) from shut at which the Panda gripper's servo reaches its force limit: objects
+2 cm wide and wider are squeezed with the full grasp force, thinner ones with proportionally
+less."""
 
 
 def _subtree(body: mujoco.MjsBody) -> list[mujoco.MjsBody]:
@@ -53,10 +74,16 @@ def _subtree(body: mujoco.MjsBody) -> list[mujoco.MjsBody]:
 def make_position_controlled(spec: mujoco.MjSpec, robot: RobotDescription) -> None:
     """Each arm joint's motor becomes a position servo named after its joint (module docstring)."""
     motors = {a.target: a for a in spec.actuators if a.trntype == mujoco.mjtTrn.mjTRN_JOINT}
-    for name in robot.sim.arm_joints:
+    for i, name in enumerate(robot.sim.arm_joints):
         if name not in motors:
             raise ValueError(f"{robot.name}: no actuator drives {name} in the exported model")
         act, joint = motors[name], spec.joint(name)
+        if robot.position_limits is not None:  # the planner's limits (a continuous joint's too)
+            lo, hi = robot.position_limits[i]
+            if joint.range[0] < joint.range[1]:
+                lo, hi = max(lo, joint.range[0]), min(hi, joint.range[1])
+            joint.range = [lo, hi]
+            joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
         tau_max = float(max(abs(act.ctrlrange[0]), abs(act.ctrlrange[1])))
         act.set_to_position(kp=tau_max / SATURATION_ERROR, dampratio=1.0)
         act.gear = [1, 0, 0, 0, 0, 0]
@@ -104,15 +131,58 @@ def close_robotiq_linkage(spec: mujoco.MjSpec, robot: RobotDescription, prefix: 
         if joint.name.startswith(prefix):
             joint.armature = 0.005
             joint.damping = [0.01, 0.0, 0.0]
-    # kv = 0.15 kp: a first-order close in about half a second (the real 2F-85 takes >= 0.57 s);
-    # the force limit bounds the squeeze at rest, not the speed in free air.
     torque = robot.gripper.grasp_force * ROBOTIQ_TORQUE_PER_NEWTON
-    drive.set_to_position(kp=50.0, kv=50.0 * 0.15)
+    drive.set_to_position(kp=50.0, kv=50.0 * GRIP_TIME_CONSTANT)
     drive.ctrlrange = [0.0, ROBOTIQ_CLOSED]
     drive.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
     drive.forcerange = [-torque, torque]
     drive.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
     drive.name = robot.sim.gripper_actuator
+    _exclude_within(spec, prefix)
+
+
+def couple_panda_fingers(spec: mujoco.MjSpec, robot: RobotDescription, prefix: str = "gripper0_") -> None:
+    """Make robosuite's Panda gripper a one-actuator parallel gripper (module docstring).
+
+    The squeeze per pad is half the actuator's force (the coupled fingers share it), so its
+    force limit is twice the description's ``grasp_force``.
+    """
+    first, second = robot.sim.finger_joints
+    drive = None
+    for act in list(spec.actuators):
+        if act.name.startswith(prefix):
+            if act.target == first:
+                drive = act
+            else:
+                spec.delete(act)
+    if drive is None:
+        raise ValueError(f"{robot.name}: no actuator on {first}")
+    eq = spec.add_equality()
+    eq.type = mujoco.mjtEq.mjEQ_JOINT
+    eq.name = f"{prefix}mimic_{second.removeprefix(prefix)}"
+    eq.name1, eq.name2 = second, first
+    eq.data[0:5] = [0.0, -1.0, 0.0, 0.0, 0.0]
+    eq.solref = [0.005, 1.0]
+    eq.solimp = [0.95, 0.99, 0.001, 0.5, 2.0]
+    force = 2.0 * robot.gripper.grasp_force
+    kp = force / PANDA_FULL_FORCE_TRAVEL
+    for name in (first, second):
+        joint = spec.joint(name)  # robosuite's armature (1 kg) is kept: module docstring
+        # The servo's damping, on the joints (module docstring): together kv = kp * GRIP_TIME_CONSTANT.
+        joint.damping = [kp * GRIP_TIME_CONSTANT / 2.0, 0.0, 0.0]
+        joint.frictionloss = 0.1  # as the FR3's fingers
+    drive.set_to_position(kp=kp, kv=0.0)
+    drive.ctrlrange = [0.0, FINGER_TRAVEL]
+    drive.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    drive.forcerange = [-force, force]
+    drive.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    drive.name = robot.sim.gripper_actuator
+    _exclude_within(spec, prefix)
+
+
+def _exclude_within(spec: mujoco.MjSpec, prefix: str) -> None:
+    """No contacts between the gripper's own bodies (the linkage and the pads pass through each
+    other at the closed end)."""
     bodies = [b.name for b in spec.bodies if b.name.startswith(prefix)]
     for i, a in enumerate(bodies):
         for b in bodies[i + 1 :]:
@@ -137,8 +207,10 @@ def build(robot: RobotDescription, config: ModelConfig) -> mujoco.MjSpec:
     """The robot from its exported robosuite MJCF, position-controlled, with a working hand."""
     spec = mujoco.MjSpec.from_file(str(robot.sim.mjcf()))
     make_position_controlled(spec, robot)
-    if robot.gripper.name == "robotiq_2f85":
+    if robot.gripper.name == ROBOTIQ_2F85.name:
         close_robotiq_linkage(spec, robot)
+    elif robot.gripper.name == PANDA_GRIPPER.name:
+        couple_panda_fingers(spec, robot)
     else:
         raise ValueError(f"{robot.name}: no simulator set-up for the {robot.gripper.name} yet")
     _tidy(spec)
