@@ -750,12 +750,13 @@ def _add(family: type[Task], task_id: str, **kw: Any) -> None:
     register_task(family, task_id, **kw)
 
 
-#: Tasks measured on the UR5e too (bench/results/skill_success_ur5e.md); the rest on the FR3 alone.
-_ON_UR5E = {"pick-scoop-v1", "place-banana-plate-v1"}
+#: Tasks measured on the other arms too (bench/results/skill_success_<arm>.md); the rest on the
+#: FR3 alone.
+_ON_OTHER_ARMS = {"pick-scoop-v1", "place-banana-plate-v1"}
 
 
 def _robots(task_id: str) -> tuple[str, ...]:
-    return ("fr3", "ur5e") if task_id in _ON_UR5E else ("fr3",)
+    return ("fr3", "ur5e", "kinova3", "panda") if task_id in _ON_OTHER_ARMS else ("fr3",)
 
 
 for _t in (*_GENERIC, *_WITH_PARTS):
