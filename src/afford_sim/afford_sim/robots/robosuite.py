@@ -110,23 +110,9 @@ def close_robotiq_linkage(spec: mujoco.MjSpec, robot: RobotDescription, prefix: 
     for tendon in list(spec.tendons):
         if tendon.name.startswith(prefix):
             spec.delete(tendon)
-    drive = None
-    for act in list(spec.actuators):
-        if act.name.startswith(prefix):
-            if act.target == driven:
-                drive = act
-            else:
-                spec.delete(act)
-    if drive is None:
-        raise ValueError(f"{robot.name}: no actuator on {driven}")
+    drive = _only_drive(spec, robot, prefix, driven)
     for follower, multiple in ROBOTIQ_FOLLOWERS.items():
-        eq = spec.add_equality()
-        eq.type = mujoco.mjtEq.mjEQ_JOINT
-        eq.name = f"{prefix}mimic_{follower.removeprefix(prefix)}"
-        eq.name1, eq.name2 = follower, driven
-        eq.data[0:5] = [0.0, multiple, 0.0, 0.0, 0.0]
-        eq.solref = [0.005, 1.0]
-        eq.solimp = [0.95, 0.99, 0.001, 0.5, 2.0]
+        _mimic(spec, prefix, follower, driven, multiple)
     for joint in spec.joints:
         if joint.name.startswith(prefix):
             joint.armature = 0.005
@@ -148,22 +134,8 @@ def couple_panda_fingers(spec: mujoco.MjSpec, robot: RobotDescription, prefix: s
     force limit is twice the description's ``grasp_force``.
     """
     first, second = robot.sim.finger_joints
-    drive = None
-    for act in list(spec.actuators):
-        if act.name.startswith(prefix):
-            if act.target == first:
-                drive = act
-            else:
-                spec.delete(act)
-    if drive is None:
-        raise ValueError(f"{robot.name}: no actuator on {first}")
-    eq = spec.add_equality()
-    eq.type = mujoco.mjtEq.mjEQ_JOINT
-    eq.name = f"{prefix}mimic_{second.removeprefix(prefix)}"
-    eq.name1, eq.name2 = second, first
-    eq.data[0:5] = [0.0, -1.0, 0.0, 0.0, 0.0]
-    eq.solref = [0.005, 1.0]
-    eq.solimp = [0.95, 0.99, 0.001, 0.5, 2.0]
+    drive = _only_drive(spec, robot, prefix, first)
+    _mimic(spec, prefix, second, first, -1.0)
     force = 2.0 * robot.gripper.grasp_force
     kp = force / PANDA_FULL_FORCE_TRAVEL
     for name in (first, second):
@@ -178,6 +150,31 @@ def couple_panda_fingers(spec: mujoco.MjSpec, robot: RobotDescription, prefix: s
     drive.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
     drive.name = robot.sim.gripper_actuator
     _exclude_within(spec, prefix)
+
+
+def _only_drive(spec: mujoco.MjSpec, robot: RobotDescription, prefix: str, joint: str) -> mujoco.MjsActuator:
+    """The gripper's actuator on ``joint``; its other actuators are deleted."""
+    drive = None
+    for act in list(spec.actuators):
+        if act.name.startswith(prefix):
+            if act.target == joint:
+                drive = act
+            else:
+                spec.delete(act)
+    if drive is None:
+        raise ValueError(f"{robot.name}: no actuator on {joint}")
+    return drive
+
+
+def _mimic(spec: mujoco.MjSpec, prefix: str, follower: str, leader: str, multiple: float) -> None:
+    """``follower = multiple * leader``, as a stiff joint equality (a URDF's mimic)."""
+    eq = spec.add_equality()
+    eq.type = mujoco.mjtEq.mjEQ_JOINT
+    eq.name = f"{prefix}mimic_{follower.removeprefix(prefix)}"
+    eq.name1, eq.name2 = follower, leader
+    eq.data[0:5] = [0.0, multiple, 0.0, 0.0, 0.0]
+    eq.solref = [0.005, 1.0]
+    eq.solimp = [0.95, 0.99, 0.001, 0.5, 2.0]
 
 
 def _exclude_within(spec: mujoco.MjSpec, prefix: str) -> None:
