@@ -119,11 +119,7 @@ def close_robotiq_linkage(spec: mujoco.MjSpec, robot: RobotDescription, prefix: 
             joint.damping = [0.01, 0.0, 0.0]
     torque = robot.gripper.grasp_force * ROBOTIQ_TORQUE_PER_NEWTON
     drive.set_to_position(kp=50.0, kv=50.0 * GRIP_TIME_CONSTANT)
-    drive.ctrlrange = [0.0, ROBOTIQ_CLOSED]
-    drive.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-    drive.forcerange = [-torque, torque]
-    drive.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
-    drive.name = robot.sim.gripper_actuator
+    _bound_drive(drive, robot, ROBOTIQ_CLOSED, torque)
     _exclude_within(spec, prefix)
 
 
@@ -144,11 +140,7 @@ def couple_panda_fingers(spec: mujoco.MjSpec, robot: RobotDescription, prefix: s
         joint.damping = [kp * GRIP_TIME_CONSTANT / 2.0, 0.0, 0.0]
         joint.frictionloss = 0.1  # as the FR3's fingers
     drive.set_to_position(kp=kp, kv=0.0)
-    drive.ctrlrange = [0.0, FINGER_TRAVEL]
-    drive.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
-    drive.forcerange = [-force, force]
-    drive.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
-    drive.name = robot.sim.gripper_actuator
+    _bound_drive(drive, robot, FINGER_TRAVEL, force)
     _exclude_within(spec, prefix)
 
 
@@ -164,6 +156,16 @@ def _only_drive(spec: mujoco.MjSpec, robot: RobotDescription, prefix: str, joint
     if drive is None:
         raise ValueError(f"{robot.name}: no actuator on {joint}")
     return drive
+
+
+def _bound_drive(drive: mujoco.MjsActuator, robot: RobotDescription, ctrl_max: float, force: float) -> None:
+    """The gripper's one drive: controls from 0 (open) to ``ctrl_max``, its force (or torque)
+    limited to ``force``, named as the description's gripper actuator."""
+    drive.ctrlrange = [0.0, ctrl_max]
+    drive.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    drive.forcerange = [-force, force]
+    drive.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+    drive.name = robot.sim.gripper_actuator
 
 
 def _mimic(spec: mujoco.MjSpec, prefix: str, follower: str, leader: str, multiple: float) -> None:
