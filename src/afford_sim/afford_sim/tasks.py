@@ -408,11 +408,12 @@ class PlaceOnShelfTask(PlaceTask):
     """Pick an object and set it on the top board of a low shelf unit that faces the robot.
 
     Example: "put the mug on the shelf" (AffordSim's pick_mugcup_place_woodshelf).
-    Randomized: both shapes, the shelf pinned 20-30 cm tall (its top board is where a hand
-    holding a 10-20 cm object from above still reaches; the FR3 cannot lower a mug onto a
-    55 cm board from above at 30 cm to its left); the object in a 16 x 16 cm window on the
-    robot's right with +-30 deg yaw; the shelf to its left, 8 cm (+-2 cm) between their
-    footprints, its open front towards the robot (yaw 180 deg +-15 deg).
+    Randomized: both shapes, the shelf pinned 20-25 cm tall and 40-50 cm wide (its top board is
+    where a hand holding a 10-25 cm object from above still reaches; the FR3 cannot lower a mug
+    onto a 55 cm board from above at 30 cm to its left, and a wider shelf leaves the table); the
+    object in a 16 x 16 cm window on the robot's right with +-30 deg yaw; the shelf to its left,
+    14 cm (+-2 cm) between their footprints (at 8 cm the arm reaching down for a mug's handle
+    met the shelf's side), its open front towards the robot (yaw 180 deg +-15 deg).
     Success: grasp and lift as for picking; place: as for any receiver (:class:`PlaceTask`),
     after release and retreat the object touches the shelf and neither the table nor the
     fingers, its centre over the shelf's footprint. An object that fell off lies on the table;
