@@ -540,6 +540,31 @@ def _is_elongated(cloud: ObjectCloud, extents: np.ndarray, config: AxisGraspConf
     return bool(extents[0] >= config.elongation_ratio * max(extents[1], 1e-9))
 
 
+def _min_area_axis(xy: np.ndarray) -> np.ndarray | None:
+    """Direction of the long side of the smallest rectangle around ``xy`` (a box's face)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        hull = xy[ConvexHull(xy).vertices]
+    except (QhullError, ValueError):
+        return None
+    best: tuple[float, np.ndarray] | None = None
+    for i in range(len(hull)):
+        edge = hull[(i + 1) % len(hull)] - hull[i]
+        n = float(np.linalg.norm(edge))
+        if n < 1e-9:
+            continue
+        u = edge / n
+        v = np.array([-u[1], u[0]])
+        su, sv = float(np.ptp(hull @ u)), float(np.ptp(hull @ v))
+        if best is None or su * sv < best[0]:
+            best = (su * sv, u if su >= sv else v)
+    if best is None:
+        return None
+    u = best[1]
+    return -u if u[0] < -1e-12 or (abs(u[0]) <= 1e-12 and u[1] < 0) else u
+
+
 def sample_axis_grasps(cloud: ObjectCloud, config: AxisGraspConfig) -> list[GraspCandidate]:
     """AffordSim Regime A: top-down grasps on a short segment of the object's long horizontal axis.
 
@@ -569,6 +594,14 @@ def sample_axis_grasps(cloud: ObjectCloud, config: AxisGraspConfig) -> list[Gras
     b = np.array([-a[1], a[0], 0.0])
     ta, tb = pts @ a, pts @ b
     extents = np.array([np.ptp(ta), np.ptp(tb)])
+    if not _is_elongated(cloud, extents, config):
+        # A square footprint has no principal axis: align with its faces instead.
+        u = _min_area_axis(xy)
+        if u is not None:
+            a = np.array([u[0], u[1], 0.0])
+            b = np.array([-a[1], a[0], 0.0])
+            ta, tb = pts @ a, pts @ b
+            extents = np.array([np.ptp(ta), np.ptp(tb)])
     mid_a, mid_b = 0.5 * (ta.max() + ta.min()), 0.5 * (tb.max() + tb.min())
 
     if _is_elongated(cloud, extents, config):

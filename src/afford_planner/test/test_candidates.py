@@ -279,6 +279,20 @@ def test_axis_grasps_on_a_box_stay_near_the_centre() -> None:
         assert c.width == pytest.approx(0.08)
 
 
+@pytest.mark.parametrize("yaw_deg", [0.0, 20.0, 45.0, 70.0])
+def test_axis_grasps_on_a_square_block_close_across_its_faces(yaw_deg: float) -> None:
+    """A square block has no principal axis: whatever its yaw, the fingers close along a face
+    normal (the smallest rectangle around its top view), not across a diagonal, which is wider
+    than the block and lets it slip (stack-cube-v1, seed 3 at 7bb4582: 59 deg off)."""
+    yaw = np.deg2rad(yaw_deg)
+    pts = _box_points((0.05, 0.05, 0.05), yaw, (0.5, 0.0))
+    cands = sample_axis_grasps(ObjectCloud(pts, "cube"), AxisGraspConfig())
+    assert cands
+    faces = np.array([[np.cos(yaw), np.sin(yaw)], [-np.sin(yaw), np.cos(yaw)]])
+    for c in cands:
+        assert np.max(np.abs(faces @ c.closing_axis[:2])) == pytest.approx(1.0, abs=1e-6)
+
+
 def test_axis_shape_auto_uses_the_aspect_ratio_for_unknown_categories() -> None:
     """An object the ontology does not know is still treated as elongated when it is."""
     pts = _box_points((0.16, 0.03, 0.02), 0.0, (0.5, 0.0))
