@@ -28,16 +28,16 @@ def _readout() -> ModuleType:
 def test_every_development_sentence_reaches_its_task() -> None:
     ro = _readout()
     rows = ro.load()
-    assert len(rows) == 113 and len({t for t, _ in rows}) == 18
+    assert len(rows) == 127 and len({t for t, _ in rows}) == 20
     missed = [(t, s, why) for t, s, got, why in ro.read(rows) if got != t]
     assert not missed, "\n".join(f"{t}: {s!r} -> {why}" for t, s, why in missed)
 
 
 def test_the_held_out_set_is_well_formed() -> None:
-    """Only its shape: 18 tasks, 5 sentences each, every id a registered task."""
+    """Only its shape: 20 tasks, 5 sentences each, every id a registered task."""
     from afford_sim.tasks import TASKS
 
     rows = _readout().load(ROOT / "tests" / "data" / "benchmark_paraphrases_heldout.tsv")
     ids = [t for t, _ in rows]
-    assert len(rows) == 90 and all(ids.count(t) == 5 for t in set(ids))
+    assert len(rows) == 100 and all(ids.count(t) == 5 for t in set(ids))
     assert all(t in TASKS for t in ids)

@@ -269,7 +269,9 @@ CATEGORIES: dict[str, Category] = {
             ("body",),
             {"body": ("grasp_body", "support")},
             "body",
-            synonyms=("cheese box", "cheez-it box", "cheezbox", "cracker box"),
+            synonyms=("cheese box", "cheez-it box", "cheezbox", "cracker box", "cheez it box",
+                      "cheez it carton", "cheez-it carton", "cracker carton", "box of cheese crackers",
+                      "box of crackers"),
         ),
         # Wider than the hand (a YCB coffee can is 0.102 m across): it is pushed, not picked up.
         _c(
@@ -277,7 +279,7 @@ CATEGORIES: dict[str, Category] = {
             ("body", "lid"),
             {"body": ("contain", "grasp_body"), "lid": ("press",)},
             "body",
-            synonyms=("coffee can", "coffeecan", "coffee tin"),
+            synonyms=("coffee can", "coffeecan", "coffee tin", "tin of coffee", "can of coffee"),
         ),
         # An open carton things are dropped into. Its rim is the top of a 3-5 mm cardboard wall:
         # pinched to hold the box, and where things go in; nothing rests on so thin an edge.
@@ -339,6 +341,17 @@ CATEGORIES: dict[str, Category] = {
             {"board": ("support",), "frame": ("support",)},
             "board",
             synonyms=("shelf", "shelves", "shelf unit", "shelving unit", "shelving"),
+            fixed=True,
+        ),
+        # The spot a pushed object must reach: nothing grasps it, things come to rest on it. Fixed
+        # like a marker taped down: a can riding onto a loose 2 mm mat drags it 3 cm along.
+        _c(
+            "target_mat",
+            ("surface",),
+            {"surface": ("support",)},
+            "surface",
+            synonyms=("target mat", "target", "target marker", "target area", "target zone", "target spot",
+                      "mark", "goal", "goal marker", "goal area", "goal spot", "mat", "pad", "target pad"),
             fixed=True,
         ),
         _c(

@@ -11,8 +11,9 @@ part labels for the two that read the simulator.
                              geometry of the part the task holds and grasps it by a fixed rule
                              (a round body around its axis, a wide rim pinched across its
                              wall, anything else across the central third of its long axis,
-                             top-down); no per-object tuning yet. Its
-                             later stages use the part labels.
+                             top-down); no per-object tuning yet. For a push it
+                             lays the push contacts (:mod:`afford_planner.push`) on the
+                             true part towards the goal. Its later stages use the part labels.
     antipodal_stability      "AnyGrasp"-like: a model-free detector on the whole perceived cloud
                              (:func:`generic_candidates`: antipodal pairs, and top-down grasps
                              across the cloud's long axis along 90% of it, which a single view
@@ -54,6 +55,7 @@ from afford_planner.candidates import (
     sample_enclosing_grasps,
     sample_rim_grasps,
 )
+from afford_planner.push import push_direction, sample_push_contacts
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,13 @@ def manual(ep: Episode, cfg: SpineConfig) -> Choice:
     """AffordSim's Manual (module docstring): the rule on the true part geometry."""
     part = ep.intent.grasp_region
     pts = true_part_points(ep, part)
+    if ep.push_goal is not None:
+        whole = true_part_points(ep, None)
+        centre = 0.5 * (whole.min(axis=0) + whole.max(axis=0))
+        direction = push_direction(centre, ep.push_goal)
+        ep.candidates = index_candidates(
+            sample_push_contacts(pts, whole, centre, direction, ep.gripper.max_width))
+        return _plan_in_order(ep, list(ep.candidates), cfg, f"the rule has no push contact on the {part}")
     cands: list[GraspCandidate] = []
     if "grasp_body" in category(ep.intent.target).affordances.get(part, ()):
         cands = sample_enclosing_grasps(pts, EnclosingGraspConfig(max_width=ep.gripper.max_width))

@@ -279,14 +279,16 @@ ELSEWHERE: PhraseIndex[str] = PhraseIndex(
 )
 # A relative clause after a receiver that only says it is the object's usual place: "lower it
 # onto the round base it sits on", "the shelf that it goes on". It names nothing new.
-USUAL_PLACE: PhraseIndex[str] = PhraseIndex(
-    (f"{rel}{it} {verb} {prep}", "usual")
-    for rel in ("", "that ", "which ")
-    for it in ("it", "they")
-    for verb in ("sits", "sit", "stands", "stand", "rests", "rest", "goes", "go", "belongs", "belong",
-                 "lives", "live", "usually sits", "usually goes", "normally sits", "came", "was", "were")
-    for prep in ("on", "in", "from")
-)
+USUAL_PLACE: PhraseIndex[str] = PhraseIndex([
+    *((f"{rel}{it} {verb} {prep}", "usual")
+      for rel in ("", "that ", "which ")
+      for it in ("it", "they")
+      for verb in ("sits", "sit", "stands", "stand", "rests", "rest", "goes", "go", "belongs", "belong",
+                   "lives", "live", "usually sits", "usually goes", "normally sits", "came", "was", "were")
+      for prep in ("on", "in", "from")),
+    # "onto the mat next to it": where the receiver is, relative to the object; nothing new.
+    *((f"{prep} {it}", "usual") for prep in ("next to", "beside", "near", "by") for it in ("it", "them")),
+])
 # A spot of a surface or object, not a thing: "to a different spot on the table".
 SPOTS: frozenset[str] = frozenset({"spot", "place", "position", "location", "area", "space", "point", "bit",
                                    "patch", "part"})
@@ -298,12 +300,16 @@ SPOT_MODIFIERS: frozenset[str] = frozenset(
 # plate" says "on the plate" again; the link is skipped and the destination kept.
 RESULT_LINKS: PhraseIndex[str] = PhraseIndex(
     (f"{so} {it} {verb}", "result")
-    for so in ("so", "so that", "such that", "until")
+    for so in ("so", "so that", "such that", "until", "till")
     for it in ("it", "they", "its")
     for verb in ("sits", "rests", "is", "s", "'s", "ends up", "lies", "stands", "goes", "winds up", "lands",
                  "will sit", "will be", "will rest", "is sitting", "is resting", "is standing", "is lying",
+                 "'s sitting", "s sitting", "'s resting", "s resting", "'s lying", "s lying",
                  "sit", "rest", "stays", "remains", "can sit", "can rest")
 )
+# The way a pushed object travels, not where it goes: "slide the box across the table onto the
+# mat". Skipped before a destination; the surface it names is the one it already stands on.
+PATHS: frozenset[str] = frozenset({"across", "along", "over"})
 # A clause that only restates the goal or the place's default manner ("and leave it in there",
 # "keeping it standing up", "make sure it stays upright"): the pronoun's object, no new object
 # or part. Openers start such a clause; every word after it must be a RESTATE_WORDS word.
@@ -335,7 +341,8 @@ MODIFIERS: frozenset[str] = frozenset(
     {"red", "blue", "green", "white", "black", "yellow", "grey", "gray", "brown", "pink", "purple",
      "silver", "golden", "big", "small", "large", "little", "tall", "short", "tiny", "huge", "empty",
      "full", "clean", "dirty", "wooden", "metal", "plastic", "ceramic", "steel", "left", "right",
-     "nearest", "closest", "near", "far", "first", "second", "third", "last", "new", "old", "hot", "cold"}
+     "nearest", "closest", "near", "far", "first", "second", "third", "last", "new", "old", "hot", "cold",
+     "round", "circular", "square", "flat", "taped"}
 )
 # Words that may follow an object's name without changing what is meant.
 TRAILING_OK: frozenset[str] = frozenset(

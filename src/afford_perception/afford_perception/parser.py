@@ -307,6 +307,8 @@ class _Parser:
             if previous == "action" and (self._restates(clause, actions[-1])
                                          or all(t in lx.TRAILING_OK for t in clause)):
                 continue  # "..., keeping it upright", "... and leave it in there", "..., upright"
+            if self._continued_push(clause):
+                clause = clause[1:]  # "keep pushing the box till it sits on the mat": a push
             link = lx.RESULT_LINKS.match(clause, 0)
             if previous == "action" and link is not None \
                     and lx.MARKER_INDEX.match(clause, link[0]) is not None:
@@ -489,6 +491,10 @@ class _Parser:
                     ac.dest.append(_Destination("on", True, current))
                     i += 1
                 continue
+            path = self._surface_path(rest, i)
+            if path:  # "across the table": the way there, not the destination
+                i += path
+                continue
             usual = lx.USUAL_PLACE.match(rest, i)
             if usual is not None and ac.dest and current is ac.dest[-1].tokens \
                     and all(t in lx.TRAILING_OK for t in rest[i + usual[0]:]):
@@ -497,6 +503,10 @@ class _Parser:
             link = lx.RESULT_LINKS.match(rest, i)
             if link is not None:  # "so it sits": the destination that follows is the action's
                 i += link[0]
+                continue
+            manner = self._push_manner(ac, rest, i)
+            if manner:  # "move the can by sliding it onto the mat": the move is a push
+                i += manner
                 continue
             hit = lx.MARKER_INDEX.match(rest, i)
             # A marker with nothing after it is a particle ("hand the hammer over"), and so is
@@ -536,6 +546,50 @@ class _Parser:
                 ac.resultative = lx.RESULTATIVES[kept[-1]]
                 del ac.obj[len(kept) - 1 :]
         ac.down = ac.down or "down" in rest
+
+    @staticmethod
+    def _continued_push(clause: list[str]) -> bool:
+        """"keep pushing ...", "continue sliding ...": the first word only says to go on."""
+        if len(clause) < 2 or clause[0] not in ("keep", "continue"):
+            return False
+        verb = lx.VERB_INDEX.match(clause, 1)
+        return verb is not None and any(s.action in (NextAction.PUSH, NextAction.PULL) for s in verb[1])
+
+    @staticmethod
+    def _push_manner(ac: _ActionClause, tokens: list[str], i: int) -> int:
+        """"by sliding it", "by pushing them" after a verb that only moves (move, put): the
+        manner says the move is a push or a pull. Sets the clause's sense; returns the phrase's
+        length, or 0 (then "by" opens a grasp slot as usual)."""
+        if tokens[i] != "by" or ac.sense.action not in (NextAction.PLACE, NextAction.PICK):
+            return 0
+        verb = lx.VERB_INDEX.match(tokens, i + 1)
+        if verb is None:
+            return 0
+        n, senses = verb
+        sense = next((s for s in senses if s.action in (NextAction.PUSH, NextAction.PULL)), None)
+        end = i + 1 + n
+        if sense is None or end >= len(tokens) or tokens[end] not in lx.PRONOUNS:
+            return 0
+        ac.sense = sense
+        return end + 1 - i
+
+    @staticmethod
+    def _surface_path(tokens: list[str], i: int) -> int:
+        """Length of a path over the work surface at ``tokens[i]`` ("across the table", "along
+        the tabletop"), or 0. Only when a destination follows, so "put it over the table" still
+        means the table."""
+        if tokens[i] not in lx.PATHS:
+            return 0
+        j = i + 1
+        while j < len(tokens) and tokens[j] in lx.DETERMINERS:
+            j += 1
+        for n in (2, 1):
+            if " ".join(tokens[j:j + n]) in lx.SURFACES:
+                end = j + n
+                if any(lx.MARKER_INDEX.match(tokens, k) is not None or tokens[k] in ("so", "until", "till")
+                       for k in range(end, len(tokens))):
+                    return end - i
+        return 0
 
     @staticmethod
     def _up_to_marker(tokens: list[str], start: int) -> list[str]:

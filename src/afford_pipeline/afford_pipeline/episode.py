@@ -23,6 +23,7 @@ from afford_perception.grounding import GroundingSource
 from afford_planner.collision import CollisionWorld
 from afford_planner.ik import arm_reach
 from afford_planner.motion import MotionPlanner, PlannerConfig, PlanResult
+from afford_planner.push import push_goal
 from afford_planner.robot_model import RobotModel
 from afford_planner.samplers import DEFAULT_SAMPLERS, SamplerContext, propose
 from afford_planner.selection import Selection, SelectionConfig, select
@@ -110,6 +111,8 @@ class Episode:
         dest_region / dest_support: The destination's receiving part and the rest of it.
         obstacles: Scene points that are neither the target nor the table (clearance term).
         pull_axis: Opening direction of a drawer or door (furniture tasks only).
+        push_goal: Where a pushed object's centre must end (push tasks only): the middle of the
+            destination's grounded receiving part.
         candidates: The candidate set, with their terms once ranked.
         plans: Per candidate index, the free-space plan to the pre-grasp and the approach line.
         plan_source: Per planned-for candidate, "default", "reference" (:meth:`plan`) or None.
@@ -134,6 +137,7 @@ class Episode:
     dest_support: np.ndarray | None = None
     obstacles: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))
     pull_axis: np.ndarray | None = None
+    push_goal: np.ndarray | None = None
     candidates: list[GraspCandidate] = field(default_factory=list)
     plans: dict[int, tuple[PlanResult, PlanResult]] = field(default_factory=dict)
     plan_source: dict[int, str | None] = field(default_factory=dict)
@@ -236,16 +240,19 @@ class Episode:
         if intent.next_action in FURNITURE_ACTIONS:
             face = self.parts.get(intent.use_region or "", np.empty((0, 3)))
             self.pull_axis = front_normal(self.region, face, cloud.points)
+        if intent.next_action is NextAction.PUSH and self.dest_region is not None and len(self.dest_region):
+            self.push_goal = push_goal(self.dest_region)
 
     # Candidates and ranking -------------------------------------------------------------------
 
     def propose(self) -> list[GraspCandidate]:
         """Run the configured grasp samplers (``afford_planner.samplers``) on the region and the
-        cloud; their candidates are numbered as one set."""
+        cloud; their candidates are numbered as one set. A push onto a goal runs the push
+        sampler alone: a grasp is not a way to push."""
         assert self.cloud is not None
         ctx = SamplerContext(intent=self.intent, region=self.region, cloud=self.cloud, gripper=self.gripper,
-                             pull_axis=self.pull_axis, seed=self.seed)
-        self.candidates = propose(ctx, self.samplers)
+                             pull_axis=self.pull_axis, push_goal=self.push_goal, seed=self.seed)
+        self.candidates = propose(ctx, ("push",) if self.push_goal is not None else self.samplers)
         return self.candidates
 
     def score(self, terms: TermsConfig | None, selection: SelectionConfig,
@@ -424,6 +431,7 @@ class Episode:
             dest_region=self.dest_region,
             dest_support=self.dest_support,
             pull_axis=self.pull_axis,
+            push_goal=self.push_goal,
             release_target=release_target,
             look_again=look_again,
         )

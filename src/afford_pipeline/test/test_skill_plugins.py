@@ -24,11 +24,12 @@ def test_every_task_judges_every_stage_of_its_skill(task_id: str) -> None:
 
 
 def test_skills_are_found_by_name_and_by_action() -> None:
-    assert {"pick", "place", "hang", "pour", "open"} <= set(SKILLS.names())
+    assert {"pick", "place", "hang", "pour", "open", "push"} <= set(SKILLS.names())
     assert skill_for_action(NextAction.POUR) == "pour"
     assert skill_for_action(NextAction.CLOSE) == "open"
-    with pytest.raises(ValueError, match="no skill serves 'push'"):
-        skill_for_action(NextAction.PUSH)
+    assert skill_for_action(NextAction.PUSH) == "push"
+    with pytest.raises(ValueError, match="no skill serves 'hand_over'"):
+        skill_for_action(NextAction.HAND_OVER)
 
 
 def test_a_skill_must_declare_itself() -> None:

@@ -19,6 +19,7 @@ CASES = [
     ("hang the mug on the rack", 1, ("approach", "grasp", "lift", "hang")),
     ("pour the paper cup into the bowl", 0, ("approach", "grasp", "lift", "pour", "untilt")),
     ("open the drawer", 1, ("approach", "grasp", "pull")),
+    ("push the coffee can onto the target", 0, ("approach", "push")),
 ]
 
 
@@ -78,5 +79,37 @@ def test_the_receiver_is_perceived_by_its_name_in_the_scene() -> None:
         seen = np.median(ep.dest_region[:, :2], axis=0)
         assert np.linalg.norm(seen - receiver[:2]) < 0.03 < np.linalg.norm(seen - held[:2])
         assert np.linalg.norm(np.median(ep.cloud.points[:, :2], axis=0) - held[:2]) < 0.03
+    finally:
+        world.close()
+
+
+def test_a_push_proposes_push_contacts_behind_the_object_only() -> None:
+    """A push onto a mat: every candidate is a push contact (no grasp), behind the tin as seen
+    from the mat, low on it, on its body; the goal is the mat's middle."""
+    import numpy as np
+
+    from afford_perception.grounding import make_source
+    from afford_perception.parser import parse
+    from afford_pipeline.episode import Episode
+    from afford_pipeline.spine import task_world
+    from afford_sim.tasks import get_task
+
+    task = get_task("push-coffee-can-v1")
+    world = task_world(task.task_id, 0)
+    try:
+        ep = Episode(parse(task.instruction), task, world, make_source("oracle"), seed=0)
+        ep.perceive()
+        ep.ground()
+        assert ep.push_goal is not None and ep.cloud is not None
+        assert np.linalg.norm(ep.push_goal[:2] - world.object_pose("target_mat")[:2, 3]) < 0.01
+        cands = ep.propose()
+        assert cands and {c.source for c in cands} == {"push"}
+        can = world.object_center("coffee_can")
+        d = ep.push_goal[:2] - can[:2]
+        d /= np.linalg.norm(d)
+        radius = float(world.placed.object("coffee_can").asset.params["radius"])
+        for c in cands:
+            assert (c.position[:2] - can[:2]) @ d < -0.8 * radius  # behind it
+            assert c.position[2] < 0.5 * radius + 0.01  # low: below the tipping height
     finally:
         world.close()

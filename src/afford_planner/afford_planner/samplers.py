@@ -11,6 +11,8 @@ their candidates as one set (``index_candidates``), so every method downstream r
 * ``axis``: AffordSim's Regime A for objects without functional parts (a banana, a cube) or
   held by their whole body (a carrot with its leaves, a boxed lid), across the middle of the
   long axis;
+* ``push``: for a push onto a goal, contacts low on the back of the pushed region, the hand
+  pitched with its fingertips leading (:mod:`afford_planner.push`); none without a goal;
 * ``antipodal``: a generic antipodal sampler over the whole cloud, blind to affordances (the
   evaluation's baseline candidates; not in the default list).
 """
@@ -38,6 +40,7 @@ from afford_planner.candidates import (
     sample_axis_grasps,
     sample_enclosing_grasps,
 )
+from afford_planner.push import push_direction, sample_push_contacts
 
 DEFAULT_SAMPLERS: tuple[str, ...] = ("affordance", "enclosing", "axis")
 """What the pipeline runs, in this order (the order numbers the candidates)."""
@@ -53,6 +56,7 @@ class SamplerContext:
         cloud: The target's observed cloud.
         gripper: The hand: its stroke and pad length bound every grasp.
         pull_axis: A furniture front's outward normal, if any (the handle is approached along it).
+        push_goal: Where a pushed object's centre must go (world), if the task pushes.
         seed: Seed of any random draw.
     """
 
@@ -61,6 +65,7 @@ class SamplerContext:
     cloud: ObjectCloud
     gripper: GripperDescription
     pull_axis: np.ndarray | None = None
+    push_goal: np.ndarray | None = None
     seed: int = 0
 
     @property
@@ -138,6 +143,18 @@ class AxisSampler(GraspSampler):
         cat = category(ctx.intent.target)
         holds_body = "grasp_body" in cat.affordances.get(ctx.intent.grasp_region, ())
         return holds_body and not cat.parts_with("grasp_handle") and not EnclosingSampler().sample(ctx)
+
+
+@SAMPLERS.register("push")
+class PushSampler(GraspSampler):
+    """Push contacts on the region's back face, towards the goal; none without a goal."""
+
+    def sample(self, ctx: SamplerContext) -> list[GraspCandidate]:
+        if ctx.push_goal is None:
+            return []
+        centre = np.asarray(ctx.cloud.center, dtype=float)
+        direction = push_direction(centre, ctx.push_goal)
+        return sample_push_contacts(ctx.region, ctx.cloud.points, centre, direction, ctx.gripper.max_width)
 
 
 @SAMPLERS.register("antipodal")

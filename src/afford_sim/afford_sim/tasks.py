@@ -593,6 +593,51 @@ class OpenDrawerTask(Task):
         return Check(q >= 0.08, f"drawer open {q * 100:.1f} cm")
 
 
+class PushTask(Task):
+    """Push an object across the table onto a target mat, without picking it up.
+
+    Example: "push the coffee can onto the target" (AffordSim's push_coffeecan, push_cheezbox).
+    Randomized: both shapes; the object in a 16 x 16 cm window on the robot's right with +-30 deg
+    yaw; the mat (12-16 cm across, fixed to the table like a marker taped down) to its left, 6 cm
+    (+-2 cm) between their footprints: a push of 15-25 cm.
+    Success: approach: the hand reached its start behind the object without moving it more than
+    1 cm; push: after the push and the hand's retreat the object rests with its centre over the
+    mat (at most the mat's radius from the mat's centre, in the table's plane: the centre over
+    the target is what "onto the target" means for an object wider than the mat's margin), upright
+    (its vertical axis within 15 deg of the world's: a can on its side was knocked over, not
+    pushed) and not touching the fingers.
+    """
+
+    skill = "push"
+    actions = (NextAction.PUSH,)
+
+    #: Largest tilt of the object's vertical axis at the end (deg).
+    max_tilt_deg: ClassVar[float] = 15.0
+
+    def scene(self, seed: int) -> SceneSpec:
+        dest, kind = self.destination_name, self.destination
+        assert dest is not None and kind is not None
+        s1, s2 = _seeds(seed, 2)
+        return _scene(
+            ObjectSpec(self.target_name, self.target_name, s1, _FRONT),
+            ObjectSpec(dest, kind, s2, Relative("left_of", self.target_name, distance=0.06, jitter=0.02)),
+        )
+
+    def check_push(self, world: BatchWorld) -> Check:
+        dest = self.destination_name
+        assert dest is not None
+        centre = world.object_center(self.target_name)
+        mat = world.object_pose(dest)[:3, 3]
+        radius = float(world.placed.object(dest).asset.params["radius"])
+        off = float(np.linalg.norm(centre[:2] - mat[:2]))
+        pose = world.object_pose(self.target_name)
+        tilt = math.degrees(math.acos(float(np.clip(pose[2, 2], -1, 1))))
+        held = any(world.in_contact(f, self.target_name) for f in FINGERS)
+        ok = off <= radius and tilt <= self.max_tilt_deg and not held
+        return Check(ok, f"centre {off * 100:.1f} cm from the mat's centre (radius {radius * 100:.1f} cm), "
+                         f"tilted {tilt:.0f} deg, touching the fingers: {held}")
+
+
 def pour_part(target: str) -> str:
     """The part a container pours from: the first of its parts that affords ``pour_out``."""
     parts = category(target).parts_with("pour_out")
@@ -812,6 +857,12 @@ _add(PlaceOnTableTask, "place-paper-cup-table-v1", target="paper_cup", tier="med
 _add(StackTask, "stack-cube-v1", target="cube", destination="cube", tier="medium",
      instructions=("stack the cube on the other cube", "put the cube on top of the other cube",
                    "place the cube on the other cube"))
+# Pull/push tier: objects wider than the hand (the coffee tin) or lying flat (the cracker box)
+# are pushed onto a target mat.
+for _t in ("coffee_can", "cheese_box"):
+    _add(PushTask, f"push-{_slug(_t)}-v1", target=_t, destination="target_mat", tier="medium",
+         instructions=(f"push the {_say(_t)} onto the target", f"push the {_say(_t)} to the target",
+                       f"slide the {_say(_t)} onto the target mat"))
 _LOW_SHELF = {"shelf": {"height": (0.2, 0.25), "width": (0.4, 0.5)}}
 for _t, _d, _p in (("bell_pepper", "pan", "in"), ("kettle", "kettle_base", "on"),
                    ("mug", "shelf", "on"), ("scrub_bottle", "shelf", "on")):

@@ -427,3 +427,39 @@ def test_pull_fails_with_the_drawer_shut_and_passes_open() -> None:
         assert not _check(task, "approach", world).ok
         world.set_object_joint("cabinet", "drawer", -0.01)
         assert not _check(task, "approach", world).ok  # pushed in counts as disturbed too
+
+
+def test_push_passes_on_the_mat_and_fails_short_of_it_tipped_over_or_held() -> None:
+    """Where it started: not pushed. Its centre on the mat's centre, upright: pushed. Just past
+    the mat's radius: short. On the mat but on its side: knocked over. In the hand: not let go."""
+    with _scene("push-coffee-can-v1") as (task, world):
+        result = _check(task, "push", world)
+        assert not result.ok and "tilted 0 deg" in result.detail, result.detail
+        assert _check(task, "approach", world).ok
+        mat = world.object_pose("target_mat")[:3, 3]
+        radius = float(world.placed.object("target_mat").asset.params["radius"])
+        lift = world.object_center("coffee_can")[2] - world.object_pose("coffee_can")[2, 3] + 0.003
+        _put_centre_at(world, "coffee_can", [mat[0], mat[1], mat[2] + lift])
+        world.advance(1.0)
+        result = _check(task, "push", world)
+        assert result.ok, result.detail
+        assert not _check(task, "approach", world).ok  # moved before the push: disturbed
+        # The mat is fixed to the table: the can standing on it did not move it.
+        assert np.allclose(world.object_pose("target_mat")[:3, 3], mat)
+        _put_centre_at(world, "coffee_can", [mat[0] - radius - 0.01, mat[1], mat[2] + lift])
+        world.advance(1.0)
+        result = _check(task, "push", world)
+        assert not result.ok and "from the mat's centre" in result.detail, result.detail
+        side = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # 90 deg about x
+        _put_centre_at(world, "coffee_can", [mat[0], mat[1], mat[2] + 0.06], rotation=side)
+        world.advance(1.0)
+        result = _check(task, "push", world)
+        tilt = float(re.findall(r"tilted (\d+) deg", result.detail)[0])
+        assert not result.ok and "centre 0.0 cm" in result.detail and tilt > 80, result.detail
+
+
+def test_push_check_fails_with_the_box_in_the_hand() -> None:
+    with _scene("push-cheese-box-v1") as (task, world):
+        _touch_one_finger(world, "cheese_box")
+        result = _check(task, "push", world)
+        assert not result.ok and "touching the fingers: True" in result.detail, result.detail

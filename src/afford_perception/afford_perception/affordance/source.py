@@ -183,6 +183,10 @@ class LearnedSource(GroundingSource):
 
     def _ground(self, cloud: ObjectCloud, part: str) -> np.ndarray:
         info = category(cloud.category)
+        if len(info.parts) == 1 and cloud.category not in self.categories:
+            # An object of one part is that part everywhere; the model, never shown this
+            # category, would only guess at a subset (a cracker box's hidden back went missing).
+            return np.ones(len(cloud))
         own = info.affordances.get(part, ())
         if not own:
             # No affordance to decode the part from: ask for it by name.

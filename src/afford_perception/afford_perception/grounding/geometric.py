@@ -1193,6 +1193,10 @@ def _whole(c: _Cloud) -> Scores:
     return {"body": np.ones(c.n)}
 
 
+def _mat(c: _Cloud) -> Scores:
+    return {"surface": np.ones(c.n)}
+
+
 RULES: dict[str, Rule] = {
     "mug": _mug,
     "paper_cup": _cup,
@@ -1222,6 +1226,7 @@ RULES: dict[str, Rule] = {
     "bell_pepper": _bell_pepper,
     "scrub_bottle": _scrub_bottle,
     "cheese_box": _whole,
+    "target_mat": _mat,
     "coffee_can": _coffee_can,
     "paper_box": _paper_box,
     "basket": _basket,

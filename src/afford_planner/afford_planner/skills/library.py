@@ -1,4 +1,4 @@
-"""The skills: pick, place, hang, pour and open (a drawer or door by its handle).
+"""The skills: pick, place, hang, pour, open (a drawer or door by its handle) and push.
 
 Every skill that moves a free object starts the same way (:class:`GraspSkill`): the free-space
 motion to the pre-grasp pose and the hand opening (``approach``), the straight approach and the
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from afford_core.geometry import cluster_nearest
+from afford_core.geometry import cluster_nearest, perceived_center
 from afford_core.types import NextAction
 from afford_planner.skills.base import SKILLS, Skill, SkillContext, Stage
 from afford_planner.skills.motions import HeldObject
@@ -141,3 +141,26 @@ class Open(Skill):
             raise ValueError("open needs the front's outward normal (pull_axis)")
         out = ctx.pull_axis if ctx.intent.next_action is not NextAction.CLOSE else -ctx.pull_axis
         return [*_approach_and_grasp(ctx), ("pull", lambda: ctx.runner.pull(out))]
+
+
+@SKILLS.register("push")
+class Push(Skill):
+    """Slide an object onto a goal without grasping it: move the open hand to its contact pose
+    behind the object (approach), then straight on until the object's centre, carried along,
+    reaches the goal, and lift the hand away (push)."""
+
+    actions = (NextAction.PUSH,)
+    stage_names = ("approach", "push")
+
+    def stages(self, ctx: SkillContext) -> list[Stage]:
+        if ctx.push_goal is None:
+            raise ValueError("push needs a goal: the destination's receiving part")
+        centre = perceived_center(np.asarray(ctx.cloud_points))
+        travel = np.zeros(3)
+        travel[:2] = np.asarray(ctx.push_goal)[:2] - centre[:2]
+
+        def do_push() -> None:
+            ctx.release_target()  # it moves ahead of the hand from here on
+            ctx.runner.push(ctx.grasp, travel)
+
+        return [("approach", lambda: ctx.runner.approach(ctx.grasp, ctx.approach_plan)), ("push", do_push)]

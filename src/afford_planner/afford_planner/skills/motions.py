@@ -56,6 +56,8 @@ class SkillConfig:
         table_place_offset: Placing on the table itself ("put the can on the table"), how far
             (m) sideways from where the object stood it is set down.
         pull_distance: How far (m) to pull a drawer or door handle.
+        push_vel_scale: Fraction of the joint velocity limits while pushing an object: slow, so
+            that the object slides ahead of the hand instead of being knocked over.
         pour_tilt_deg: Tilt (deg) of the held container about the axis across its pour spout.
         pour_height: Height (m) of the pour spout above the receiving rim before tilting.
         hang_overshoot: How far (m) beyond the hook tip the handle ring starts before sliding on.
@@ -76,6 +78,7 @@ class SkillConfig:
     retreat: float = 0.10
     table_place_offset: float = 0.15
     pull_distance: float = 0.13
+    push_vel_scale: float = 0.1
     pour_tilt_deg: float = 80.0
     pour_height: float = 0.10
     hang_overshoot: float = 0.05
@@ -87,8 +90,9 @@ class SkillConfig:
         for name in ("pregrasp_offset", "lift_height", "vel_scale", "settle_s", "retreat", "pull_distance"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"SkillConfig.{name} must be positive")
-        if not 0 < self.vel_scale <= 1:
-            raise ValueError("SkillConfig.vel_scale must be in (0, 1]")
+        for name in ("vel_scale", "push_vel_scale"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"SkillConfig.{name} must be in (0, 1]")
         if not 0 < self.pour_tilt_deg < 180:
             raise ValueError("SkillConfig.pour_tilt_deg must be in (0, 180)")
 
@@ -228,22 +232,23 @@ class SkillRunner:
     config: SkillConfig = field(default_factory=SkillConfig)
     allow_contact: Callable[[str, bool], None] = lambda name, allowed: None
 
-    def _execute(self, result: PlanResult, stage: str) -> None:
+    def _execute(self, result: PlanResult, stage: str, vel_scale: float | None = None) -> None:
         if not result.success:
             raise SkillError(f"{stage}: {result.reason or 'planning failed'}")
         waypoints = np.asarray(result.waypoints)
         if len(waypoints) < 2:
             return
-        times, qs = self.planner.time_parameterize(waypoints, self.config.vel_scale)
+        times, qs = self.planner.time_parameterize(waypoints, vel_scale or self.config.vel_scale)
         self.executor.follow(np.asarray(times), np.asarray(qs))
 
     def move_to(self, pose: np.ndarray, stage: str) -> None:
         """Collision-free motion to a TCP pose."""
         self._execute(self.planner.plan_to_pose(self.executor.arm_q(), pose), stage)
 
-    def move_line(self, pose: np.ndarray, stage: str) -> None:
-        """Straight-line TCP motion to a pose (orientation interpolated)."""
-        self._execute(self.planner.cartesian_path(self.executor.arm_q(), pose), stage)
+    def move_line(self, pose: np.ndarray, stage: str, vel_scale: float | None = None) -> None:
+        """Straight-line TCP motion to a pose (orientation interpolated), at ``vel_scale`` of
+        the joint velocity limits (default the config's)."""
+        self._execute(self.planner.cartesian_path(self.executor.arm_q(), pose), stage, vel_scale)
 
     def current_pose(self) -> np.ndarray:
         """The TCP pose now, by the planner's own forward kinematics of the measured joints."""
@@ -470,6 +475,30 @@ class SkillRunner:
                 self.release_and_retreat()
                 return
         raise SkillError("; ".join(dict.fromkeys(reasons)))
+
+    def push(self, contact: GraspCandidate, travel: np.ndarray) -> None:
+        """Slide an object: in to the contact pose, straight on by ``travel`` (world, m), then
+        back off and up (half the retreat back, the whole of it up: a hand lifted straight up
+        drags its fingertips along a tall object's side), the object left where the push put it.
+        The caller has taken the object's cloud out of the planner's world: the object moves
+        ahead of the hand, and the arm passes over where it stood."""
+        self.move_line(contact.pose_matrix(), "push")
+        end = _translated(contact.pose_matrix(), np.asarray(travel, dtype=float))
+        self.move_line(end, "push", self.config.push_vel_scale)
+        along = np.asarray(travel, dtype=float) / max(float(np.linalg.norm(travel)), 1e-9)
+        back = -0.5 * self.config.retreat * along
+        world = self.planner.world
+        # A push low on a heavy box can press the fingertips onto the table by the end: the way
+        # back starts from that contact and leaves it.
+        table = "table" in world.obstacle_names
+        if table:
+            world.allow("table", world.hand_links)
+        try:
+            self.move_line(_translated(end, back), "retreat")
+        finally:
+            if table:
+                world.disallow("table")
+        self.move_line(_translated(end, back + np.array([0.0, 0.0, self.config.retreat])), "retreat")
 
     def pull(self, direction: np.ndarray) -> None:
         """Pull the grasped handle along ``direction`` (e.g. a drawer's opening direction)."""

@@ -1,4 +1,4 @@
-"""Simple graspable objects (box, cube, banana) and flat ware (plate, tray).
+"""Simple graspable objects (box, cube, banana), flat ware (plate, tray) and a target mat.
 
 The whole-body grasps (box, cube, banana) keep one horizontal width under 0.07 m so the
 Franka hand can close across it; plate and tray are grasped by pinching their rims.
@@ -180,10 +180,37 @@ def build_tray(p: TrayParams, rng: np.random.Generator) -> Built:
     return Built.rigid(pieces, {"base": colour, "rim": palette.shade(colour, 0.85)}, p.mass)
 
 
+@dataclass
+class TargetMatParams(Params):
+    """A round target mat, the spot a pushed object must reach (AffordSim's push-to-target).
+
+    Thin, with its edge bevelled so that a pushed can or box rides onto it instead of catching
+    on a step; a sticker-thin mat (under 1 mm) with a 1 cm bevel: a can dragged over a 2 mm step trips on it.
+
+    Attributes:
+        radius: Radius (m); the push tasks' success is the object's centre over the mat.
+        thickness: Thickness (m).
+        bevel: Width of the bevelled edge (m).
+        mass: Mass (kg); the ontology fixes the mat to the table (a marker taped down).
+    """
+
+    radius: float = span(0.06, 0.08)
+    thickness: float = span(0.0006, 0.001)
+    bevel: float = span(0.008, 0.012)
+    mass: float = span(0.08, 0.15)
+
+
+def build_target_mat(p: TargetMatParams, rng: np.random.Generator) -> Built:
+    pieces = PieceSet()
+    pieces.add("surface", lathe_solid([(p.radius, 0.0), (p.radius - p.bevel, p.thickness)], 40))
+    return Built.rigid(pieces, {"surface": palette.pick(rng, palette.PLASTIC)}, p.mass)
+
+
 GENERATORS: dict[str, Generator] = {
     "box": Generator(BoxParams, build_box),
     "cube": Generator(CubeParams, build_cube),
     "banana": Generator(BananaParams, build_banana),
     "plate": Generator(PlateParams, build_plate),
     "tray": Generator(TrayParams, build_tray),
+    "target_mat": Generator(TargetMatParams, build_target_mat),
 }
