@@ -27,6 +27,7 @@ SKILLS: dict[str, str] = {
     "pour (paper cup)": "pour-paper-cup-v1",
     "pour (kettle)": "pour-kettle-v1",
     "open drawer": "open-drawer-v1",
+    "push": "push-coffee-can-v1",
 }
 
 

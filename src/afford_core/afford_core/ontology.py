@@ -344,14 +344,15 @@ CATEGORIES: dict[str, Category] = {
             fixed=True,
         ),
         # The spot a pushed object must reach: nothing grasps it, things come to rest on it. Fixed
-        # like a marker taped down: a can riding onto a loose 2 mm mat drags it 3 cm along.
+        # like a marker taped down (and a marking the physics does not collide with, mjcf.py). Its
+        # one part is not called "surface": that word means the work surface (the table).
         _c(
             "target_mat",
-            ("surface",),
-            {"surface": ("support",)},
-            "surface",
+            ("marking",),
+            {"marking": ("support",)},
+            "marking",
             synonyms=("target mat", "target", "target marker", "target area", "target zone", "target spot",
-                      "mark", "goal", "goal marker", "goal area", "goal spot", "mat", "pad", "target pad"),
+                      "mark", "goal", "goal marker", "goal area", "goal spot", "mat", "pad"),
             fixed=True,
         ),
         _c(

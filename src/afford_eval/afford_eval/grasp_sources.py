@@ -17,10 +17,11 @@ part labels for the two that read the simulator.
     antipodal_stability      "AnyGrasp"-like: a model-free detector on the whole perceived cloud
                              (:func:`generic_candidates`: antipodal pairs, and top-down grasps
                              across the cloud's long axis along 90% of it, which a single view
-                             allows where antipodal pairs need both faces seen), ranked as a
-                             stability-first detector ranks (nearest the perceived centre, then
-                             antipodal quality). Not AnyGrasp, a learned network we cannot ship;
-                             a geometric stand-in that is blind to parts and task.
+                             allows where antipodal pairs need both faces seen; for a push, push
+                             contacts on the whole cloud), ranked as a stability-first detector
+                             ranks (nearest the perceived centre, then antipodal quality). Not
+                             AnyGrasp, a learned network we cannot ship; a geometric stand-in
+                             that is blind to parts.
     antipodal_stability_mask "AnyGrasp+Filter"-like (GenManip): the same candidates, kept only
                              where the TCP projects into the 2-D image mask of the learned
                              grounding's region (a stand-in for SAM2's task mask), same ranking.
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import trimesh
 
+from afford_core.geometry import perceived_center
 from afford_core.grasp import GraspCandidate
 from afford_core.ontology import category
 from afford_core.types import ObjectCloud
@@ -55,7 +57,7 @@ from afford_planner.candidates import (
     sample_enclosing_grasps,
     sample_rim_grasps,
 )
-from afford_planner.push import push_direction, sample_push_contacts
+from afford_planner.push import PushConfig, push_direction, sample_push_contacts
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,19 @@ def generic_candidates(ep: Episode) -> list[GraspCandidate]:
 
     Antipodal pairs (1,000 seed points) and top-down grasps across the cloud's principal
     horizontal axis at 9 positions along its central 90%: a detector that sees the object as
-    one shape, without parts or a task.
+    one shape, without parts or a task. For a push, which no grasp serves, the same push
+    contacts as ours but laid on the whole cloud, blind to parts: what a part-blind method has
+    when it is told, as ours is, that the task pushes towards the goal.
     """
     assert ep.cloud is not None
+    if ep.push_goal is not None:
+        centre = perceived_center(ep.cloud.points)
+        contacts = sample_push_contacts(ep.cloud.points, ep.cloud.points, centre,
+                                        push_direction(centre, ep.push_goal), ep.gripper.max_width)
+        cands = index_candidates(contacts)
+        for c in cands:
+            c.terms.setdefault("antipodal", 0.0)
+        return cands
     pairs = sample_antipodal_grasps(
         ep.cloud.points, AntipodalConfig(max_width=ep.gripper.max_width, seed=ep.seed, num_seeds=1000)
     )
@@ -123,12 +135,21 @@ def _mask_context(ep: Episode) -> MethodContext:
     )
 
 
+def _pushed_point(c: GraspCandidate) -> GraspCandidate:
+    """A copy of push contact ``c`` moved 1 cm into the object along the push: where it pushes."""
+    ahead = np.array([c.approach[0], c.approach[1], 0.0])
+    ahead /= max(float(np.linalg.norm(ahead)), 1e-9)
+    return dataclasses.replace(c, position=c.position + (PushConfig().gap + 0.01) * ahead, terms={})
+
+
 def _generic(ep: Episode, cfg: SpineConfig, masked: bool) -> Choice:
     ep.candidates = generic_candidates(ep)
     context = _mask_context(ep)
     pool = list(ep.candidates)
     if masked:
-        pool = [c for c, ok in zip(pool, in_mask(pool, context), strict=True) if ok]
+        # A push contact's TCP stands behind the object; the point it pushes is ahead of it.
+        probes = pool if ep.push_goal is None else [_pushed_point(c) for c in pool]
+        pool = [c for c, ok in zip(pool, in_mask(probes, context), strict=True) if ok]
     # The stability rule orders the whole pool (best first; ties in a seeded order).
     ranked = stability_ranking(pool, context)
     none = ("no generic grasp projects into the grounded region's mask" if masked

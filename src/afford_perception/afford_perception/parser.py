@@ -558,7 +558,7 @@ class _Parser:
     @staticmethod
     def _push_manner(ac: _ActionClause, tokens: list[str], i: int) -> int:
         """"by sliding it", "by pushing them" after a verb that only moves (move, put): the
-        manner says the move is a push or a pull. Sets the clause's sense; returns the phrase's
+        manner says the move is a push. Sets the clause's sense; returns the phrase's
         length, or 0 (then "by" opens a grasp slot as usual)."""
         if tokens[i] != "by" or ac.sense.action not in (NextAction.PLACE, NextAction.PICK):
             return 0
@@ -566,7 +566,8 @@ class _Parser:
         if verb is None:
             return 0
         n, senses = verb
-        sense = next((s for s in senses if s.action in (NextAction.PUSH, NextAction.PULL)), None)
+        # Push only: "by pulling it onto the mat" is not how a drawer or door is opened.
+        sense = next((s for s in senses if s.action is NextAction.PUSH), None)
         end = i + 1 + n
         if sense is None or end >= len(tokens) or tokens[end] not in lx.PRONOUNS:
             return 0
@@ -576,8 +577,9 @@ class _Parser:
     @staticmethod
     def _surface_path(tokens: list[str], i: int) -> int:
         """Length of a path over the work surface at ``tokens[i]`` ("across the table", "along
-        the tabletop"), or 0. Only when a destination follows, so "put it over the table" still
-        means the table."""
+        the tabletop"), or 0. Only when a destination or a result ("so it sits on") follows right
+        after it, so "put it over the table" still means the table, and so does "put it over the
+        table by its handle"."""
         if tokens[i] not in lx.PATHS:
             return 0
         j = i + 1
@@ -586,8 +588,9 @@ class _Parser:
         for n in (2, 1):
             if " ".join(tokens[j:j + n]) in lx.SURFACES:
                 end = j + n
-                if any(lx.MARKER_INDEX.match(tokens, k) is not None or tokens[k] in ("so", "until", "till")
-                       for k in range(end, len(tokens))):
+                hit = lx.MARKER_INDEX.match(tokens, end) if end < len(tokens) else None
+                dest_next = hit is not None and hit[1][0].slot == "destination"
+                if dest_next or (end < len(tokens) and lx.RESULT_LINKS.match(tokens, end) is not None):
                     return end - i
         return 0
 

@@ -118,6 +118,24 @@ AFFORDSIM_MEDIUM = [
     _case("press the trigger of the spray bottle", _intent("scrub_bottle", "cap", A.PUSH)),
     _case("push the cheez-it box", _intent("cheese_box", "body", A.PUSH)),
     _case("push the coffee tin", _intent("coffee_can", "body", A.PUSH)),
+    # Pushing onto a target mat: the way over the table is not where it goes; "by sliding it"
+    # makes a move a push; "keep pushing" is a push; "till it sits on" restates the goal.
+    _case("push the coffee can onto the target",
+          _intent("coffee_can", "body", A.PUSH, dest="target_mat", region="marking")),
+    _case("slide the cracker box across the table onto the mat",
+          _intent("cheese_box", "body", A.PUSH, dest="target_mat", region="marking")),
+    _case("nudge the coffee tin across the table so it ends up on the goal spot",
+          _intent("coffee_can", "body", A.PUSH, dest="target_mat", region="marking")),
+    _case("move the coffee can by sliding it onto the mat",
+          _intent("coffee_can", "body", A.PUSH, dest="target_mat", region="marking")),
+    _case("keep pushing the cracker carton till it sits on the marker",
+          _intent("cheese_box", "body", A.PUSH, dest="target_mat", region="marking"),
+          known=("cheese_box", "target_mat")),
+    # ... while the table stays the table, and "by" before a part still names the grasp.
+    _case("put the mug on the work surface", _intent("mug", "handle", A.PLACE)),
+    _case("put the mug over the table by its handle", _intent("mug", "handle", A.PLACE)),
+    _case("move the mug by its handle onto the plate",
+          _intent("mug", "handle", A.PLACE, dest="plate", region="body")),
     _case("put the banana in the basket", _intent("banana", "body", A.PLACE, dest="basket", region="body")),
     _case("pick up the basket", _intent("basket", "handle", A.PICK)),
     # A relative clause that only says the receiver is the object's usual place names nothing new.

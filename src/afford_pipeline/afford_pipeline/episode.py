@@ -248,8 +248,12 @@ class Episode:
     def propose(self) -> list[GraspCandidate]:
         """Run the configured grasp samplers (``afford_planner.samplers``) on the region and the
         cloud; their candidates are numbered as one set. A push onto a goal runs the push
-        sampler alone: a grasp is not a way to push."""
+        sampler alone, whatever ``samplers`` says: a grasp is not a way to push. A push with no
+        goal seen has no candidates (the episode abstains rather than push somewhere)."""
         assert self.cloud is not None
+        if self.intent.next_action is NextAction.PUSH and self.push_goal is None:
+            self.candidates = []
+            return self.candidates
         ctx = SamplerContext(intent=self.intent, region=self.region, cloud=self.cloud, gripper=self.gripper,
                              pull_axis=self.pull_axis, push_goal=self.push_goal, seed=self.seed)
         self.candidates = propose(ctx, ("push",) if self.push_goal is not None else self.samplers)

@@ -9,9 +9,12 @@ push direction.
 
 Why low and pitched: a tall object pushed above ``radius / friction`` over its base tips over
 instead of sliding (a 10 cm coffee tin with table friction 1 tips when pushed higher than 5 cm),
-so the contact sits 2-4 cm above the object's base; a hand pointing straight down would meet the
-object with its palm first, 5 cm above the fingertips. Why spread fingers: two fingertips on the
-back face, 8 cm apart, cradle a round body and keep a box from turning as it slides.
+so the contact sits 2.5 cm above the object's base; a hand pointing straight down would meet the
+object with its palm first, 5 cm above the fingertips. An object that cannot be pushed that low
+without tipping (a tall, narrow post) or that is too flat for it gets no contact: the episode
+abstains.
+Why spread fingers: two fingertips on the back face, 8 cm apart, cradle a round body and keep a
+box from turning as it slides.
 """
 
 from __future__ import annotations
@@ -28,13 +31,18 @@ class PushConfig:
     """How push contacts are laid out.
 
     Attributes:
-        heights: Contact heights above the object's lowest observed point (m).
-        max_height_share: Contact heights above this share of the object's height are dropped
-            (a flat box 5 cm thick is pushed at 2 cm, not 4).
-        tip_share: Contact heights above this share of the base's half-depth along the push
-            are dropped. An object pushed at height h over a base reaching b ahead of its centre
-            tips once h exceeds b / friction; with the table's friction of 1 a 10 cm tin tips
-            above 5 cm (measured: it fell in 4 of 10 pushes at 4.5 cm), so half of that.
+        height: Contact height above the object's lowest observed point (m), one for every
+            contact: low, yet with the fingertips (1 cm below the TCP, pitched) clear of the
+            table and of a mat on it (at 1.5-2 cm they touched it and the planner stopped the
+            push). Offering higher contacts too let the planner's shortest path pick them: a
+            tin pushed at 3 cm fell over where it slid at 2.5 cm.
+        max_height_share: No contact when the height is above this share of the object's
+            height: a box must stand at least 4.5 cm tall for the fingertips to stay below its
+            top edge, over which they would slide.
+        tip_share: No contact when the height is above this share of the base's half-depth
+            along the push. An object pushed at height h over a base reaching b ahead of its
+            centre tips once h exceeds b / friction (table friction 1); measured, a 10 cm tin fell
+            in 4 of 10 pushes at 4.5 cm, and slid upright at 2.5 cm: at most 0.6 of b.
         offsets: Lateral offsets of the push line from the object's centre, across the push
             direction (m).
         pitches_deg: Angles of the hand's approach axis from straight down, tipped towards the
@@ -47,9 +55,9 @@ class PushConfig:
             object's back is dropped (m): it would push the object by another part.
     """
 
-    heights: tuple[float, ...] = (0.025, 0.03, 0.035, 0.04)
-    max_height_share: float = 0.45
-    tip_share: float = 0.5
+    height: float = 0.025
+    max_height_share: float = 0.55
+    tip_share: float = 0.6
     offsets: tuple[float, ...] = (0.0, -0.015, 0.015)
     pitches_deg: tuple[float, ...] = (45.0, 30.0)
     gap: float = 0.01
@@ -57,8 +65,10 @@ class PushConfig:
     reach_region: float = 0.03
 
     def __post_init__(self) -> None:
-        if not self.heights or min(self.heights) <= 0:
-            raise ValueError("PushConfig.heights must be positive and not empty")
+        if self.height <= 0:
+            raise ValueError("PushConfig.height must be positive")
+        if not self.offsets:
+            raise ValueError("PushConfig.offsets must not be empty")
         if not 0 < self.max_height_share <= 1 or not 0 < self.tip_share <= 1:
             raise ValueError("PushConfig.max_height_share and tip_share must be in (0, 1]")
         if any(not 0 <= p < 90 for p in self.pitches_deg) or not self.pitches_deg:
@@ -103,8 +113,8 @@ def sample_push_contacts(region: np.ndarray, cloud: np.ndarray, centre: np.ndarr
 
     Args:
         region: (M, 3) grounded points of the part to push by (world).
-        cloud: (N, 3) the whole observed object; its lowest point is the base the heights count
-            from, its top bounds them.
+        cloud: (N, 3) the whole observed object; its lowest point is the base the height counts
+            from; its height and its depth along the push decide whether it can be pushed.
         centre: The object's centre; push lines run through it, offset sideways.
         direction: Unit horizontal push direction.
         width: Finger opening of every candidate (the hand's full stroke: spread fingertips).
@@ -112,7 +122,8 @@ def sample_push_contacts(region: np.ndarray, cloud: np.ndarray, centre: np.ndarr
 
     Returns:
         Candidates (``source="push"``), possibly none: none for a zero direction or an empty
-        region, and none where the contact is not on the region.
+        region, none where the contact is not on the region, and none for an object too
+        narrow (it would tip) or too flat to be pushed at the contact height.
     """
     cfg = config or PushConfig()
     region = np.asarray(region, dtype=float).reshape(-1, 3)
@@ -126,8 +137,9 @@ def sample_push_contacts(region: np.ndarray, cloud: np.ndarray, centre: np.ndarr
     rel = cloud - np.asarray(centre, dtype=float)
     along, side = rel @ d, rel @ across
     half_base = 0.5 * float(np.percentile(along, 99) - np.percentile(along, 1))
-    heights = [h for h in cfg.heights if h <= cfg.max_height_share * tall and h <= cfg.tip_share * half_base]
-    heights = heights or [min(cfg.heights)]
+    h = cfg.height
+    if h > cfg.max_height_share * tall or h > cfg.tip_share * half_base:
+        return []
     rrel = region - np.asarray(centre, dtype=float)
     r_along, r_side = rrel @ d, rrel @ across
     out: list[GraspCandidate] = []
@@ -144,9 +156,8 @@ def sample_push_contacts(region: np.ndarray, cloud: np.ndarray, centre: np.ndarr
         r_line = np.abs(r_side - o) <= cfg.band
         if not r_line.any() or float(r_along[r_line].min()) > back + cfg.reach_region:
             continue
-        for h in heights:
-            pos = np.asarray(centre, dtype=float) + (back - cfg.gap) * d + o * across
-            pos[2] = base + h
-            for pitch in cfg.pitches_deg:
-                out.append(GraspCandidate(pos.copy(), push_rotation(d, pitch), width=width, source="push"))
+        pos = np.asarray(centre, dtype=float) + (back - cfg.gap) * d + o * across
+        pos[2] = base + h
+        for pitch in cfg.pitches_deg:
+            out.append(GraspCandidate(pos.copy(), push_rotation(d, pitch), width=width, source="push"))
     return out

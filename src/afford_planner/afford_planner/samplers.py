@@ -25,6 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from afford_core.geometry import perceived_center
 from afford_core.grasp import GraspCandidate
 from afford_core.ontology import category
 from afford_core.registry import Registry
@@ -152,7 +153,9 @@ class PushSampler(GraspSampler):
     def sample(self, ctx: SamplerContext) -> list[GraspCandidate]:
         if ctx.push_goal is None:
             return []
-        centre = np.asarray(ctx.cloud.center, dtype=float)
+        # The bounding box's middle, as the push skill measures its travel from (a cloud's own
+        # centre may be the centroid, which leans towards the side the camera saw).
+        centre = perceived_center(ctx.cloud.points)
         direction = push_direction(centre, ctx.push_goal)
         return sample_push_contacts(ctx.region, ctx.cloud.points, centre, direction, ctx.gripper.max_width)
 

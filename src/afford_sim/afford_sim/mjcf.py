@@ -157,8 +157,15 @@ def _piece_masses(obj: PlacedObject, config: ModelConfig) -> dict[str, float]:
     return {n: obj.asset.mass * v / total for n, v in vols.items()}
 
 
+#: Categories that are markings on the table, seen but never touched: a pushed tin tripped over
+#: the edge of a 1 mm mat (its leading rim caught and it fell forward) as it would not on a
+#: printed or taped-down target.
+MARKINGS: frozenset[str] = frozenset({"target_mat"})
+
+
 def add_object(spec: mujoco.MjSpec, obj: PlacedObject, config: ModelConfig) -> None:
     asset = obj.asset
+    marking = asset.category in MARKINGS
     masses = _piece_masses(obj, config)
     root = asset.links[0]
     root_pose = obj.pose.copy()
@@ -198,6 +205,7 @@ def add_object(spec: mujoco.MjSpec, obj: PlacedObject, config: ModelConfig) -> N
             name=name, type=mujoco.mjtGeom.mjGEOM_MESH, meshname=name, mass=masses[name],
             rgba=asset.rgba.get(part, (0.7, 0.7, 0.7, 1.0)), condim=config.condim,
             friction=config.friction, solref=config.solref, solimp=config.solimp,
+            contype=0 if marking else 1, conaffinity=0 if marking else 1,
         )
 
 

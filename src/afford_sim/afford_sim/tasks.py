@@ -598,8 +598,8 @@ class PushTask(Task):
 
     Example: "push the coffee can onto the target" (AffordSim's push_coffeecan, push_cheezbox).
     Randomized: both shapes; the object in a 16 x 16 cm window on the robot's right with +-30 deg
-    yaw; the mat (12-16 cm across, fixed to the table like a marker taped down) to its left, 6 cm
-    (+-2 cm) between their footprints: a push of 15-25 cm.
+    yaw; the mat (12-16 cm across, a marking on the table that nothing collides with) to its
+    left, 6 cm (+-2 cm) between their footprints: a push of 15-25 cm.
     Success: approach: the hand reached its start behind the object without moving it more than
     1 cm; push: after the push and the hand's retreat the object rests with its centre over the
     mat (at most the mat's radius from the mat's centre, in the table's plane: the centre over

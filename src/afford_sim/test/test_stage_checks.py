@@ -455,7 +455,8 @@ def test_push_passes_on_the_mat_and_fails_short_of_it_tipped_over_or_held() -> N
         world.advance(1.0)
         result = _check(task, "push", world)
         tilt = float(re.findall(r"tilted (\d+) deg", result.detail)[0])
-        assert not result.ok and "centre 0.0 cm" in result.detail and tilt > 80, result.detail
+        off = float(re.findall(r"centre ([\d.]+) cm", result.detail)[0])
+        assert not result.ok and off < 2.0 and tilt > 80, result.detail  # over the mat, fallen
 
 
 def test_push_check_fails_with_the_box_in_the_hand() -> None:

@@ -137,6 +137,7 @@ class LearnedSource(GroundingSource):
         self._base: Embedder = base
         self._category_rows: dict[str, np.ndarray] = {}
         self._blind: set[str] = set()
+        self._whole: set[str] = set()
         self._embedder: Embedder = base
         if isinstance(anchor, AnchorConfig):
             self._embedder = AnchoredEmbedder(base, anchor)
@@ -186,6 +187,10 @@ class LearnedSource(GroundingSource):
         if len(info.parts) == 1 and cloud.category not in self.categories:
             # An object of one part is that part everywhere; the model, never shown this
             # category, would only guess at a subset (a cracker box's hidden back went missing).
+            # Not the model's answer: said once per category.
+            if cloud.category not in self._whole:
+                self._whole.add(cloud.category)
+                _LOG.info("a %s has one part (%s): taken whole, the model is not asked", cloud.category, part)
             return np.ones(len(cloud))
         own = info.affordances.get(part, ())
         if not own:

@@ -1194,7 +1194,7 @@ def _whole(c: _Cloud) -> Scores:
 
 
 def _mat(c: _Cloud) -> Scores:
-    return {"surface": np.ones(c.n)}
+    return {"marking": np.ones(c.n)}
 
 
 RULES: dict[str, Rule] = {

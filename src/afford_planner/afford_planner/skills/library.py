@@ -12,6 +12,7 @@ import numpy as np
 
 from afford_core.geometry import cluster_nearest, perceived_center
 from afford_core.types import NextAction
+from afford_planner.push import PushConfig
 from afford_planner.skills.base import SKILLS, Skill, SkillContext, Stage
 from afford_planner.skills.motions import HeldObject
 
@@ -158,6 +159,10 @@ class Push(Skill):
         centre = perceived_center(np.asarray(ctx.cloud_points))
         travel = np.zeros(3)
         travel[:2] = np.asarray(ctx.push_goal)[:2] - centre[:2]
+        # The contact pose stands PushConfig.gap behind the object: the hand covers that first.
+        length = float(np.linalg.norm(travel))
+        if length > 1e-9:
+            travel *= (length + PushConfig().gap) / length
 
         def do_push() -> None:
             ctx.release_target()  # it moves ahead of the hand from here on

@@ -238,7 +238,8 @@ class SkillRunner:
         waypoints = np.asarray(result.waypoints)
         if len(waypoints) < 2:
             return
-        times, qs = self.planner.time_parameterize(waypoints, vel_scale or self.config.vel_scale)
+        scale = self.config.vel_scale if vel_scale is None else vel_scale
+        times, qs = self.planner.time_parameterize(waypoints, scale)
         self.executor.follow(np.asarray(times), np.asarray(qs))
 
     def move_to(self, pose: np.ndarray, stage: str) -> None:
@@ -495,10 +496,10 @@ class SkillRunner:
             world.allow("table", world.hand_links)
         try:
             self.move_line(_translated(end, back), "retreat")
+            self.move_line(_translated(end, back + np.array([0.0, 0.0, self.config.retreat])), "retreat")
         finally:
             if table:
                 world.disallow("table")
-        self.move_line(_translated(end, back + np.array([0.0, 0.0, self.config.retreat])), "retreat")
 
     def pull(self, direction: np.ndarray) -> None:
         """Pull the grasped handle along ``direction`` (e.g. a drawer's opening direction)."""

@@ -356,9 +356,14 @@ class PlannerNode(Node):
             result.message = "another skill is running"
             goal_handle.abort()
             return result
+        try:
+            stages = stored.episode.stages(stored.grasp, robot)
+        except ValueError as err:  # the skill cannot be built from what was perceived
+            result.message = str(err)
+            goal_handle.abort()
+            return result
         robot.cancelled = False
         self._running = robot
-        stages = stored.episode.stages(stored.grasp, robot)
         ok = True
         try:
             for name, _ in stages:

@@ -184,8 +184,8 @@ def build_tray(p: TrayParams, rng: np.random.Generator) -> Built:
 class TargetMatParams(Params):
     """A round target mat, the spot a pushed object must reach (AffordSim's push-to-target).
 
-    Thin, with its edge bevelled so that a pushed can or box rides onto it instead of catching
-    on a step; a sticker-thin mat (under 1 mm) with a 1 cm bevel: a can dragged over a 2 mm step trips on it.
+    Thin, with its edge bevelled; the simulator does not let anything collide with it (a marking,
+    ``afford_sim.mjcf.MARKINGS``): a pushed tin tripped over even a 1 mm edge.
 
     Attributes:
         radius: Radius (m); the push tasks' success is the object's centre over the mat.
@@ -202,8 +202,8 @@ class TargetMatParams(Params):
 
 def build_target_mat(p: TargetMatParams, rng: np.random.Generator) -> Built:
     pieces = PieceSet()
-    pieces.add("surface", lathe_solid([(p.radius, 0.0), (p.radius - p.bevel, p.thickness)], 40))
-    return Built.rigid(pieces, {"surface": palette.pick(rng, palette.PLASTIC)}, p.mass)
+    pieces.add("marking", lathe_solid([(p.radius, 0.0), (p.radius - p.bevel, p.thickness)], 40))
+    return Built.rigid(pieces, {"marking": palette.pick(rng, palette.PLASTIC)}, p.mass)
 
 
 GENERATORS: dict[str, Generator] = {
