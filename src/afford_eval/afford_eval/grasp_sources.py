@@ -23,8 +23,9 @@ part labels for the two that read the simulator.
                              AnyGrasp, a learned network we cannot ship; a geometric stand-in
                              that is blind to parts.
     antipodal_stability_mask "AnyGrasp+Filter"-like (GenManip): the same candidates, kept only
-                             where the TCP projects into the 2-D image mask of the learned
-                             grounding's region (a stand-in for SAM2's task mask), same ranking.
+                             where the TCP (for a push, the point it pushes) projects into the
+                             2-D image mask of the learned grounding's region (a stand-in for
+                             SAM2's task mask), same ranking.
     affordance_learned       Ours ("AffordSim"): the spine with the learned affordance model.
     affordance_part_labels   Ours with the simulator's part labels instead of the model
                              ("Human Aff.", the oracle upper bound).
