@@ -41,7 +41,6 @@ from dataclasses import dataclass
 import numpy as np
 import trimesh
 
-from afford_core.geometry import perceived_center
 from afford_core.grasp import GraspCandidate
 from afford_core.ontology import category
 from afford_core.types import ObjectCloud
@@ -58,7 +57,7 @@ from afford_planner.candidates import (
     sample_enclosing_grasps,
     sample_rim_grasps,
 )
-from afford_planner.push import PushConfig, push_direction, sample_push_contacts
+from afford_planner.push import PushConfig, push_contacts_towards
 
 
 @dataclass(frozen=True)
@@ -100,10 +99,8 @@ def generic_candidates(ep: Episode) -> list[GraspCandidate]:
     """
     assert ep.cloud is not None
     if ep.push_goal is not None:
-        centre = perceived_center(ep.cloud.points)
-        contacts = sample_push_contacts(ep.cloud.points, ep.cloud.points, centre,
-                                        push_direction(centre, ep.push_goal), ep.gripper.max_width)
-        cands = index_candidates(contacts)
+        cands = index_candidates(
+            push_contacts_towards(ep.cloud.points, ep.cloud.points, ep.push_goal, ep.gripper.max_width))
         for c in cands:
             c.terms.setdefault("antipodal", 0.0)
         return cands
@@ -198,10 +195,8 @@ def manual(ep: Episode, cfg: SpineConfig) -> Choice:
     pts = true_part_points(ep, part)
     if ep.push_goal is not None:
         whole = true_part_points(ep, None)
-        centre = 0.5 * (whole.min(axis=0) + whole.max(axis=0))
-        direction = push_direction(centre, ep.push_goal)
-        ep.candidates = index_candidates(
-            sample_push_contacts(pts, whole, centre, direction, ep.gripper.max_width))
+        contacts = push_contacts_towards(pts, whole, ep.push_goal, ep.gripper.max_width)
+        ep.candidates = index_candidates(contacts)
         return _plan_in_order(ep, list(ep.candidates), cfg, f"the rule has no push contact on the {part}")
     cands: list[GraspCandidate] = []
     if "grasp_body" in category(ep.intent.target).affordances.get(part, ()):

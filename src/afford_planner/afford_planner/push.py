@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from afford_core.geometry import perceived_center
 from afford_core.grasp import GraspCandidate
 
 
@@ -161,3 +162,15 @@ def sample_push_contacts(region: np.ndarray, cloud: np.ndarray, centre: np.ndarr
         for pitch in cfg.pitches_deg:
             out.append(GraspCandidate(pos.copy(), push_rotation(d, pitch), width=width, source="push"))
     return out
+
+
+def push_contacts_towards(region: np.ndarray, cloud: np.ndarray, goal: np.ndarray, width: float,
+                          config: PushConfig | None = None) -> list[GraspCandidate]:
+    """:func:`sample_push_contacts` for a push that brings the object onto ``goal``: push lines
+    through the middle of the cloud's bounding box (what the push skill measures its travel
+    from), along the direction from there to the goal."""
+    pts = np.asarray(cloud, dtype=float).reshape(-1, 3)
+    if len(pts) == 0:
+        return []
+    centre = perceived_center(pts)
+    return sample_push_contacts(region, pts, centre, push_direction(centre, goal), width, config)

@@ -25,7 +25,6 @@ from typing import ClassVar
 
 import numpy as np
 
-from afford_core.geometry import perceived_center
 from afford_core.grasp import GraspCandidate
 from afford_core.ontology import category
 from afford_core.registry import Registry
@@ -41,7 +40,7 @@ from afford_planner.candidates import (
     sample_axis_grasps,
     sample_enclosing_grasps,
 )
-from afford_planner.push import push_direction, sample_push_contacts
+from afford_planner.push import push_contacts_towards
 
 DEFAULT_SAMPLERS: tuple[str, ...] = ("affordance", "enclosing", "axis")
 """What the pipeline runs, in this order (the order numbers the candidates)."""
@@ -153,11 +152,9 @@ class PushSampler(GraspSampler):
     def sample(self, ctx: SamplerContext) -> list[GraspCandidate]:
         if ctx.push_goal is None:
             return []
-        # The bounding box's middle, as the push skill measures its travel from (a cloud's own
-        # centre may be the centroid, which leans towards the side the camera saw).
-        centre = perceived_center(ctx.cloud.points)
-        direction = push_direction(centre, ctx.push_goal)
-        return sample_push_contacts(ctx.region, ctx.cloud.points, centre, direction, ctx.gripper.max_width)
+        # From the bounding box's middle, not the cloud's own centre, which may be the centroid
+        # leaning towards the side the camera saw.
+        return push_contacts_towards(ctx.region, ctx.cloud.points, ctx.push_goal, ctx.gripper.max_width)
 
 
 @SAMPLERS.register("antipodal")
