@@ -16,6 +16,7 @@ import json
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from scipy.spatial.transform import Rotation
@@ -53,10 +54,18 @@ def main(argv: list[str]) -> int:
         extrinsics = [float(v) for v in (*base_T_camera[:3, 3], *quat)]
         print(json.dumps({"recording": str(recording), "extrinsics": extrinsics}), flush=True)
         print("READY", flush=True)
-        while not stop.wait(0.2):
+        last = world.timing(take_gap=True)
+        while not stop.wait(1.0):
             if not world.running:
                 print(f"the world stopped: {world.loop_error!r}", flush=True)
                 return 1
+            # The sim graph's world reports this on /diagnostics; here it goes to stderr, which
+            # a failing test shows: a motion that never finished is then explained (or not).
+            now = world.timing(take_gap=True)
+            behind = now.since(last).behind
+            if behind:
+                print(f"[stand-in FR3 {time.strftime('%H:%M:%S')}] {behind}", file=sys.stderr, flush=True)
+            last = now
     finally:
         world.stop()
     return 0

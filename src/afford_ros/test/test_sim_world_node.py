@@ -159,7 +159,9 @@ def test_a_stalled_loop_is_reported_on_diagnostics(probe: Node) -> None:
     fine = _loop_statuses(_collect(probe, 20.0, until=lambda g: len(_loop_statuses(g)) >= 1))
     assert fine, "no loop status on /diagnostics"
     keys = {kv.key for kv in fine[-1].values}
-    assert keys >= {"realtime_factor", "deadline_misses", "worst_gap_s", "dropped_s", "loop_nice"}
+    assert keys >= {
+        "realtime_factor", "deadline_misses", "worst_gap_s", "dropped_s", "loop_nice", "loop_rt_priority",
+    }
     refused = _call(
         probe, InjectFault, "/sim_world/inject_fault", InjectFault.Request(kind="meteor", seconds=1.0)
     )

@@ -303,3 +303,148 @@ def test_only_falling_behind_that_bears_on_the_motion_is_put_before_a_failure(re
     node._sim_behind.append((12.0, 1.5, "stalled 1.5 s before the motion"))
     assert node.behind_since(5.0, moving_since=20.0) == "stalled 1.5 s before the motion"
     assert node.behind_since(13.0, moving_since=None) == ""
+
+
+# A planner that takes an execute_skill goal and never answers it (its answer lost, as when the
+# planner dies right after starting the arm): the goal callback blocks.
+_MUTE_PLANNER = """
+import time, rclpy
+from rclpy.action import ActionServer
+from afford_interfaces.action import ExecuteSkill
+rclpy.init()
+node = rclpy.create_node("planner")
+def never(_goal):
+    time.sleep(600)
+server = ActionServer(node, ExecuteSkill, "/planner/execute_skill", execute_callback=lambda h: None,
+                      goal_callback=never)
+print("READY", flush=True)
+rclpy.spin(node)
+"""
+
+
+def _mute_planner() -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-c", _MUTE_PLANNER], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+    return proc
+
+
+@pytest.mark.parametrize("fate", ["restarted", "gone", "alive"])
+def test_an_execute_goal_never_answered_stops_the_arm_and_names_the_planner(
+    real_task_server: Any, monkeypatch: pytest.MonkeyPatch, fate: str,
+) -> None:
+    """The planner takes the skill's goal (the arm may already move) but its answer never comes.
+    Killed and restarted, or gone: the trial ends naming the planner and stops the arm. Alive but
+    mute: after GOAL_ANSWER_S the arm is stopped and the trial ends saying the goal went
+    unanswered. Never "internal error", never an arm left moving unwatched."""
+    from afford_ros.nodes import task_server
+    from afford_ros.nodes.task_server import PeerLost, TrialAborted
+
+    monkeypatch.setattr(task_server, "GOAL_ANSWER_S", 4.0)
+    monkeypatch.setattr(task_server, "PEER_LEASE_S", 3.0)
+    node = real_task_server
+    node._last_frame = time.monotonic() + 3600.0  # no camera here: count it as live
+    stops: list[float] = []
+    monkeypatch.setattr(node, "pub_stop", SimpleNamespace(publish=lambda _m: stops.append(time.monotonic())))
+    procs = [_mute_planner()]
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["why"] = node._execute(_Goal(auto_approve=True), "plan0", SimpleNamespace())
+        except TrialAborted as err:
+            box["error"] = err
+
+    try:
+        assert node.skill_client.wait_for_server(timeout_sec=20.0)
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        time.sleep(1.0)  # the goal is with the planner
+        assert thread.is_alive()
+        if fate != "alive":
+            procs[0].kill()
+            if fate == "restarted":
+                procs.append(_mute_planner())
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the trial went on waiting for the planner"
+        assert "error" in box, box
+        err, reason = box["error"], str(box["error"])
+        assert stops, "the arm was not stopped"
+        assert reason.endswith("; arm stopped"), reason
+        if fate == "restarted":
+            assert isinstance(err, PeerLost) and reason.startswith(
+                "the planner (which runs the skill) was restarted while it worked"), reason
+        elif fate == "gone":
+            # The lease ends after the unanswered goal stopped the arm (Fast DDS: ~20 s).
+            assert reason.startswith("the planner (which runs the skill) "), reason
+        else:
+            assert not isinstance(err, PeerLost)
+            assert reason == (
+                "the planner (which runs the skill) did not answer the goal within 4 s; arm stopped"
+            )
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=10)
+
+
+# A perception that lets the first request it gets go unanswered and answers every later one:
+# the new instance of a restarted node that DDS had not yet matched to the first request.
+_SECOND_ASKING = """
+import threading, time, rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from afford_interfaces.srv import Perceive
+rclpy.init()
+node = rclpy.create_node("perception")
+seen = []
+def handle(req, res):
+    seen.append(req)
+    if len(seen) == 1:
+        time.sleep(600)
+    res.success, res.reason = False, "second asking answered"
+    return res
+node.create_service(Perceive, "/perception/perceive", handle, callback_group=ReentrantCallbackGroup())
+print("READY", flush=True)
+executor = MultiThreadedExecutor(num_threads=4)
+executor.add_node(node)
+executor.spin()
+"""
+
+
+def test_a_request_is_asked_again_when_one_of_its_servers_vanishes(real_task_server: Any) -> None:
+    """Two instances serve perception when the request goes out (a killed one still listed
+    until its DDS lease ends, and its restarted successor); the request reaches only the dead
+    one. When the dead one leaves the graph, the request is sent again, once, and the live one
+    answers: the trial does not wait out its service timeout."""
+    from afford_interfaces.srv import Perceive
+
+    node = real_task_server
+    node.service_timeout = 120.0
+    dead = _slow_perception()
+    live = subprocess.Popen([sys.executable, "-c", _SECOND_ASKING], stdout=subprocess.PIPE, text=True)
+    try:
+        assert live.stdout is not None and live.stdout.readline().strip() == "READY"
+        from afford_ros.nodes.task_server import service_servers
+
+        end = time.monotonic() + 30
+        while len(service_servers(node, "/perception/perceive")) < 2 and time.monotonic() < end:
+            time.sleep(0.2)
+        assert len(service_servers(node, "/perception/perceive")) == 2
+        box: dict[str, Any] = {}
+        thread = threading.Thread(
+            target=lambda: box.setdefault("answer", node._call(
+                node.perceive_client, Perceive.Request(sentence="pick up the mug"), "perception")),
+            daemon=True,
+        )
+        started = time.monotonic()
+        thread.start()
+        time.sleep(1.0)
+        dead.kill()
+        thread.join(timeout=90)
+        assert "answer" in box, "the request was not asked again"
+        assert box["answer"].reason == "second asking answered"
+        assert time.monotonic() - started < 60, "it waited for a timeout, not for the dead server"
+    finally:
+        for p in (dead, live):
+            p.kill()
+            p.wait(timeout=10)

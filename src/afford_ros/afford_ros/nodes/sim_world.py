@@ -10,8 +10,9 @@ serves ``/sim_world/reset`` (new scene; franky connections stay up, a running mo
 preempted) and ``/sim_world/evaluate`` (the task's final-stage check on the simulator state).
 
 Keeping time. franky-sim must answer a libfranka client every millisecond; on a machine whose
-cores are busy it can fall behind. The loop runs at a raised priority where permitted
-(:class:`~afford_sim.franky_world.FrankyWorldConfig`'s ``loop_nice``; rendering runs niced in its
+cores are busy it can fall behind. The loop's thread runs with real-time scheduling where
+permitted, else at a raised priority (:class:`~afford_sim.franky_world.FrankyWorldConfig`'s
+``loop_rt_priority`` and ``loop_nice``; rendering runs niced in its
 child, so it gives way first), and once a second the node publishes on ``/diagnostics`` how the
 loop kept its schedule (:class:`~afford_sim.franky_world.LoopTiming`): WARN when it ran slower
 than 80% of its target or went silent for 0.2 s, ERROR at half its target or a 0.5 s silence
@@ -74,7 +75,7 @@ T_OBJECTS = "/sim/ground_truth/objects"
 T_DIAGNOSTICS = "/diagnostics"
 
 
-def loop_status(window: LoopTiming, hardware_id: str, nice: int) -> DiagnosticStatus:
+def loop_status(window: LoopTiming, hardware_id: str, nice: int, rt_priority: int = 0) -> DiagnosticStatus:
     """The ``/diagnostics`` status of one window of the simulation loop (module docstring)."""
     behind = window.behind
     level = DiagnosticStatus.OK
@@ -90,6 +91,7 @@ def loop_status(window: LoopTiming, hardware_id: str, nice: int) -> DiagnosticSt
         "dropped_s": f"{window.dropped:.4f}",
         "window_s": f"{window.wall:.3f}",
         "loop_nice": str(nice),
+        "loop_rt_priority": str(rt_priority),
     }
     return DiagnosticStatus(
         level=level,
@@ -259,7 +261,9 @@ class SimWorldNode(Node):
         now = self.world.timing(take_gap=True)
         window = now.since(self._timing)
         self._timing = now
-        status = loop_status(window, self.params.hostname, self.world.loop_priority)
+        status = loop_status(
+            window, self.params.hostname, self.world.loop_priority, self.world.loop_realtime
+        )
         stamp = self.get_clock().now().to_msg()
         self.pub_diagnostics.publish(DiagnosticArray(header=Header(stamp=stamp), status=[status]))
         if status.level != DiagnosticStatus.OK:

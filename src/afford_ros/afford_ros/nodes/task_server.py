@@ -27,6 +27,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,6 @@ from afford_interfaces.action import ExecuteSkill, RunTask
 from afford_interfaces.srv import ApproveTrial, Perceive, PlanGrasp, ResetScene
 from afford_perception.parser import parse
 from afford_ros import contract, operator_token
-from afford_ros.nodes.robot_link import wait_future
 from afford_ros.nodes.spin import run_node
 from afford_ros.qos import qos_profile
 from afford_sim.tasks import TASKS, find_task, get_task
@@ -57,6 +57,11 @@ LIBFRANKA_TIMEOUT_S = 1.0
 
 #: The planner's action that runs a skill.
 EXECUTE_SKILL = "/planner/execute_skill"
+#: Longest wait (s) for the planner to answer an execute_skill goal; it answers at once when up.
+GOAL_ANSWER_S = 10.0
+#: After a goal went unanswered (arm stopped), how long (s) to wait for DDS to tell whether the
+#: planner died: a killed node's endpoints stay listed until its lease runs out (Fast DDS: 20 s).
+PEER_LEASE_S = 25.0
 
 
 def service_servers(node: Node, service: str) -> set[bytes]:
@@ -248,7 +253,10 @@ class TaskServerNode(Node):
             raise TrialAborted(f"{what} is not available ({client.srv_name})")
         servers = service_servers(self, client.srv_name)
         future = client.call_async(request)
-        return self._answer(future, client.srv_name, servers, what, self.service_timeout)
+        return self._answer(
+            future, client.srv_name, servers, what, self.service_timeout,
+            resend=lambda: client.call_async(request),
+        )
 
     def _gone(self, service: str, servers: set[bytes], what: str) -> str:
         """Why the node that took a request on ``service`` cannot answer it any more, or ""."""
@@ -266,12 +274,31 @@ class TaskServerNode(Node):
             return ""
         return f"{what} went away while it worked on this trial: nothing serves {service} any more"
 
-    def _answer(self, future: Any, service: str, servers: set[bytes], what: str, timeout: float) -> Any:
-        """Wait for ``future``; end early, with the reason, when the server left the graph."""
+    def _answer(
+        self, future: Any, service: str, servers: set[bytes], what: str, timeout: float,
+        resend: Callable[[], Any] | None = None,
+    ) -> Any:
+        """Wait for ``future``; end early, with the reason, when the server left the graph.
+
+        ``resend`` (for a request that may be sent twice: the trial's services are) sends the
+        request again, once, when one of the servers known at the call vanishes while another
+        stays: after a node's restart the graph can list the new instance before DDS has
+        matched our request to it, so the request reached only the dead one (seen: a restarted
+        perception never asked, the trial waiting out its 60 s).
+        """
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
         end = time.monotonic() + timeout
         while not done.wait(0.25):
+            if resend is not None and servers:
+                now = service_servers(self, service)
+                if servers - now and servers & now:
+                    self.get_logger().info(f"{what}: a server of {service} went away; asking again")
+                    future.cancel()  # sets the old event: the new future gets its own
+                    future, done = resend(), threading.Event()
+                    future.add_done_callback(lambda _f, event=done: event.set())
+                    servers, resend = now, None
+                    continue
             gone = self._gone(service, servers, what)
             if gone or time.monotonic() > end:
                 future.cancel()
@@ -323,30 +350,38 @@ class TaskServerNode(Node):
         def on_feedback(msg: Any) -> None:
             self._feedback(goal_handle, f"execute:{msg.feedback.stage}")
 
-        handle = wait_future(
-            self.skill_client.send_goal_async(
-                ExecuteSkill.Goal(plan_id=plan_id), feedback_callback=on_feedback
-            ),
-            10.0,
-            "execute_skill goal",
+        # One watch covers the wait for the goal's answer and the wait for its result: the
+        # planner can take the goal, start the arm and die before its answer reaches us (seen
+        # with the sim at a sixth of real time), and the camera must be watched all along.
+        goal_future = self.skill_client.send_goal_async(
+            ExecuteSkill.Goal(plan_id=plan_id), feedback_callback=on_feedback
         )
-        if not handle.accepted:
-            raise TrialAborted("the planner refused to execute the plan")
-        future = handle.get_result_async()
-        result_service = f"{EXECUTE_SKILL}/_action/get_result"
-        servers = service_servers(self, result_service)
-        why, stopped, planner_gone = "", False, False
-        checked = time.monotonic()
-        while not future.done() and not planner_gone:
+        what = "the planner (which runs the skill)"
+        watched = [f"{EXECUTE_SKILL}/_action/{s}" for s in ("send_goal", "get_result")]
+        servers = {service: service_servers(self, service) for service in watched}
+        handle: Any = None
+        future: Any = None
+        why, stopped, gone = "", False, ""
+        sent = checked = time.monotonic()
+        unanswered_at = 0.0  # when the goal's answer was given up (the arm stopped), or 0
+        while future is None or not future.done():
             time.sleep(0.02)
-            if time.monotonic() - checked > 0.25:
-                checked = time.monotonic()
-                gone = self._gone(result_service, servers, "the planner (which runs the skill)")
+            now = time.monotonic()
+            if handle is None and goal_future.done():
+                handle = goal_future.result()
+                if not handle.accepted:
+                    raise TrialAborted("the planner refused to execute the plan")
+                future = handle.get_result_async()
+                if stopped:
+                    handle.cancel_goal_async()
+                continue
+            if now - checked > 0.25:
+                checked = now
+                gone = next((g for s in watched if (g := self._gone(s, servers[s], what))), "")
                 if gone:
                     # Nobody will answer: stop the arm here and end, without the skill's result.
-                    planner_gone = True
-                    why = why or f"{gone}; arm stopped"
-            silent = time.monotonic() - self._last_frame
+                    why = why if why and not unanswered_at else f"{gone}; arm stopped"
+            silent = now - self._last_frame
             if not why and silent > self.max_frame_age:
                 why = (
                     f"camera stream lost: no image for {silent:.1f} s "
@@ -354,12 +389,23 @@ class TaskServerNode(Node):
                 )
             if not why and goal_handle.is_cancel_requested:
                 why = "cancelled by the client; arm stopped"
+            if not why and handle is None and now - sent > GOAL_ANSWER_S:
+                # The arm may be moving under a goal we cannot see: stop it; then wait a
+                # while longer to learn whether the planner died (DDS notices within its lease).
+                why = f"{what} did not answer the goal within {GOAL_ANSWER_S:.0f} s; arm stopped"
+                unanswered_at = now
             if why and not stopped:
                 stopped = True
                 self.pub_stop.publish(Empty())
-                handle.cancel_goal_async()
-        if planner_gone:
+                if handle is not None:
+                    handle.cancel_goal_async()
+            if gone or (unanswered_at and now - unanswered_at > PEER_LEASE_S):
+                break
+        if gone:
             raise PeerLost(why)
+        if future is None or not future.done():
+            goal_future.cancel()
+            raise TrialAborted(why)
         skill = future.result().result
         result.stage_names = list(skill.stage_names)
         result.stage_success = list(skill.stage_success)
@@ -379,6 +425,10 @@ class TaskServerNode(Node):
             except Exception as err:  # noqa: BLE001 - a node must answer every goal
                 self.get_logger().error(f"trial failed: {err!r}")
                 result.abstain_reason = f"internal error: {err}"
+                if self._moving_since is not None:
+                    # The skill may still drive the arm: nobody is left to watch it.
+                    self.pub_stop.publish(Empty())
+                    result.abstain_reason += "; arm stopped"
             if not result.success and self.mode == "sim" and result.task_id and not cause_known:
                 # A report covers the second before it: wait for the one about the failure.
                 time.sleep(1.1)
@@ -422,9 +472,12 @@ class TaskServerNode(Node):
         result.stage_names, result.stage_success = ["perceive"], [bool(seen.success)]
         if not seen.success:
             raise TrialAborted(seen.reason)
+        # A push touches without holding: the operator is told of a push contact, not a grasp.
+        pushes = seen.intent.next_action == "push"
         self._feedback(
             goal_handle,
             "plan",
+            f"{seen.intent.target}: push at its {seen.intent.grasp_region}" if pushes else
             f"{seen.intent.target}: grasp {seen.intent.grasp_region}, then {seen.intent.next_action}",
         )
         req = PlanGrasp.Request(
@@ -443,7 +496,8 @@ class TaskServerNode(Node):
             raise TrialAborted(plan.reason)
         result.selected_index = int(plan.selected_index)
         n = len(plan.candidates.candidates)
-        summary = f"grasp #{plan.selected_index} of {n} on the {seen.intent.grasp_region}"
+        kind = "push contact" if pushes else "grasp"
+        summary = f"{kind} #{plan.selected_index} of {n} on the {seen.intent.grasp_region}"
         self._approve(goal_handle, summary)
         if goal_handle.is_cancel_requested:
             raise TrialAborted("cancelled")
