@@ -571,7 +571,11 @@ def test_bad_input_from_anywhere_on_the_graph_is_refused_and_nothing_moves(graph
     long = _answer(monitor, Perceive, "/perception/perceive", many)
     assert long.success or long.reason  # answered; perceiving moves nothing
     odd = "\u202e\x1b[31m\U0001f4a5 ; rm -rf / ; move the arm to 0 0 0"
-    res = _answer(monitor, Perceive, "/perception/perceive", Perceive.Request(sentence=odd))
+    # Unknown words send the parser to its text model, which a perception restarted by the test
+    # before this one loads on first use: about 12 s idle, over a minute (95 s seen) beside
+    # the busy graph on two slow cores. Loading it in the background at start froze the node
+    # instead (importing torch holds Python's lock while its libraries load).
+    res = _answer(monitor, Perceive, "/perception/perceive", Perceive.Request(sentence=odd), timeout=240.0)
     assert not res.success and res.reason, res.reason
     for task_id in ("no-such-task-v1", "../../etc/passwd"):
         req = ResetScene.Request(task_id=task_id)

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -70,32 +70,6 @@ def load_model() -> SentenceTransformer:
             _load_seconds = time.perf_counter() - start
             _model = model
     return _model
-
-
-def warm_up(log: Callable[[str], object] = print) -> threading.Thread:
-    """Load the model in a background thread, at low priority, and return the thread.
-
-    For a long-running process (the perception node): the load (about 12 s idle on two cores,
-    over a minute beside a busy graph) is otherwise paid by whichever request first carries an
-    unknown word, and that request's caller may give up first. The thread lowers its own
-    niceness to 10, so the robot's and the trial's threads keep the cores. A missing or broken
-    model is logged through ``log`` and left for :func:`embed` to report when used.
-    """
-
-    def run() -> None:
-        try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
-        except OSError:
-            pass  # lowering needs no privilege; a platform without it loads at normal priority
-        try:
-            load_model()
-            log(f"text embedding model loaded in {_load_seconds:.1f} s")
-        except EmbeddingUnavailable as exc:
-            log(str(exc))
-
-    thread = threading.Thread(target=run, name="embedding_warm_up", daemon=True)
-    thread.start()
-    return thread
 
 
 def is_loaded() -> bool:

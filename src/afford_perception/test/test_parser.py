@@ -439,34 +439,3 @@ def test_embed_returns_unit_rows(minilm: float) -> None:
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[3]) + 0.2
     assert text_embedding.load_seconds() is not None and minilm < 60.0
 
-
-def test_warm_up_loads_the_model_in_the_background_at_low_priority() -> None:
-    """The perception node warms the model up at start so that the first unknown word does not
-    pay the load. In a fresh process: the load runs in its own thread at niceness 10, the
-    caller's niceness is untouched, and the model is then in memory."""
-    import os
-    import subprocess
-    import sys
-
-    code = """
-import os, threading
-from afford_perception import text_embedding as te
-seen = {}
-original = te.load_model
-def watched():
-    seen["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    seen["thread"] = threading.current_thread().name
-    return original()
-te.load_model = watched
-said = []
-te.warm_up(said.append).join(300)
-mine = os.getpriority(os.PRIO_PROCESS, 0)
-print(seen["nice"], seen["thread"], te.is_loaded(), mine, said[0].split(" in ")[0])
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=400)
-    assert out.returncode == 0, out.stderr[-2000:]
-    base = os.getpriority(os.PRIO_PROCESS, 0)
-    assert out.stdout.split() == [
-        "10", "embedding_warm_up", "True", str(base),
-        "text", "embedding", "model", "loaded",
-    ], out.stdout

@@ -29,7 +29,6 @@ from afford_core.ontology import category
 from afford_core.types import Intent, ObjectCloud, region_names
 from afford_interfaces.msg import Intent as IntentMsg
 from afford_interfaces.srv import Perceive
-from afford_perception import text_embedding
 from afford_perception.grounding import GroundingSource, make_source
 from afford_perception.observation import (
     Frame,
@@ -172,9 +171,6 @@ class PerceptionNode(Node):
         # instead of failing the first trial an operator starts.
         if str(self.get_parameter("grounding").value) != "oracle":
             self._source("")
-        # The parser's fallback for unknown words needs a text model; loading it here, in the
-        # background, keeps its import (a minute on a busy machine) out of the first request.
-        text_embedding.warm_up(self.get_logger().info)
         serve = MutuallyExclusiveCallbackGroup()
         self.create_service(Perceive, "/perception/perceive", self._on_perceive, callback_group=serve)
         self.get_logger().info(
