@@ -467,6 +467,7 @@ def raise_priority(nice: int, what: str) -> int:
         )
         return os.getpriority(os.PRIO_PROCESS, tid)
 
+
 def realtime_priority(priority: int) -> int:
     """Ask for round-robin real-time scheduling at ``priority`` (1..99) for the calling thread
     only: threads and processes it starts later get normal scheduling (SCHED_RESET_ON_FORK).
