@@ -29,11 +29,11 @@ pytestmark = pytest.mark.slow
 
 DOMAIN = str(110 + os.getpid() % 60)
 HOST = f"127.0.{os.getpid() % 200 + 20}.{os.getpid() % 250 + 1}"
-#: What a scripted trial publishes: not the operator's stop, not a policy's joint targets (no
-#: policy runs here), not robot errors (none should happen).
+#: What a scripted trial publishes: not the operator's stop, not a policy's joint targets or its
+#: cameras (no policy runs here: tests/test_policy_graph.py), not robot errors (none should happen).
 SEEN_BY_GRAPH = [
     t for t in contract.TOPICS
-    if t.publisher not in ("operator", "policy") and t.name != "/afford/robot_error"
+    if t.publisher not in ("operator", "policy", "policy_camera") and t.name != "/afford/robot_error"
 ]
 
 

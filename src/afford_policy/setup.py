@@ -7,7 +7,7 @@ PACKAGE = "afford_policy"
 setup(
     name=PACKAGE,
     version="0.1.0",
-    description="Visuomotor policies via LeRobot: datasets, training, serving.",
+    description="Visuomotor policies via LeRobot: closed-loop rollouts, evaluation, the policy node.",
     packages=find_packages(exclude=["test", "test.*"]),
     include_package_data=True,
     data_files=[
@@ -15,6 +15,12 @@ setup(
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
     ],
+    # Where `ros2 run` and launch_ros look for a package's executables (see afford_ros/setup.py).
+    options={
+        "develop": {"script_dir": f"$base/lib/{PACKAGE}"},
+        "install": {"install_scripts": f"$base/lib/{PACKAGE}"},
+    },
+    entry_points={"console_scripts": [f"policy = {PACKAGE}.nodes.policy:main"]},
     zip_safe=False,
     license="Apache-2.0",
 )

@@ -20,6 +20,7 @@ the launch files and the launcher pass them through, which the tests check).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -312,6 +313,29 @@ def _node(
 _PERCEPTION = "segments objects, grounds the task's region, publishes clouds and masks"
 _PLANNER = "samples grasps in the region, gates and ranks them, plans the motion"
 _TASK_SERVER = "the RunTask action: stages, approval, stale-data checks"
+_POLICY = "runs a visuomotor policy (LeRobot ACT, Diffusion Policy) through the executor's checks"
+
+
+def _with_files(node: NodeSpec, *files: str) -> NodeSpec:
+    """``node`` with more parameter files after its own (a graph that extends another)."""
+    return dataclasses.replace(node, parameter_files=(*node.parameter_files, *files))
+
+
+def _sim_nodes(graph: str) -> tuple[NodeSpec, ...]:
+    return (
+        _node("sim_world", graph, "franky-sim with the task scene; camera topics and ground truth"),
+        _node("perception", graph, _PERCEPTION, parameters={"segmentation": "ground_truth"}, respawn=True),
+        _node("planner", graph, _PLANNER, respawn=True),
+        _node("executor", graph, "franky client to the simulated FR3 on loopback"),
+        _node("task_server", graph, _TASK_SERVER, parameters={"mode": "sim"}),
+    )
+
+
+_SIM_ARGUMENTS = (
+    LaunchArgument("task", "sim_world", "task", "task id whose scene the world builds (afford tasks)"),
+    LaunchArgument("seed", "sim_world", "seed", "scene seed"),
+    LaunchArgument("auto_approve", "task_server", "auto_approve", "approve trials automatically (sim only)"),
+)
 
 GRAPHS: dict[str, GraphSpec] = {
     g.name: g
@@ -319,30 +343,28 @@ GRAPHS: dict[str, GraphSpec] = {
         GraphSpec(
             name="fr3_sim",
             description="Simulated FR3 (franky-sim on 127.0.0.1) with the task scene rendered in MuJoCo.",
+            nodes=_sim_nodes("fr3_sim"),
+            launch_arguments=_SIM_ARGUMENTS,
+            discovery="LOCALHOST",
+        ),
+        # The simulated FR3 serving a visuomotor policy: fr3_sim's nodes and files, the policy
+        # cameras rendered (fr3_sim_policy.yaml, read after fr3_sim.yaml) and the policy node.
+        GraphSpec(
+            name="fr3_sim_policy",
+            description="fr3_sim with a policy's cameras and the policy node (afford task --policy).",
             nodes=(
-                _node(
-                    "sim_world", "fr3_sim", "franky-sim with the task scene; camera topics and ground truth"
-                ),
-                _node(
-                    "perception",
-                    "fr3_sim",
-                    _PERCEPTION,
-                    parameters={"segmentation": "ground_truth"},
-                    respawn=True,
-                ),
-                _node("planner", "fr3_sim", _PLANNER, respawn=True),
-                _node("executor", "fr3_sim", "franky client to the simulated FR3 on loopback"),
-                _node("task_server", "fr3_sim", _TASK_SERVER, parameters={"mode": "sim"}),
-            ),
-            launch_arguments=(
-                LaunchArgument(
-                    "task", "sim_world", "task", "task id whose scene the world builds (afford tasks)"
-                ),
-                LaunchArgument("seed", "sim_world", "seed", "scene seed"),
-                LaunchArgument(
-                    "auto_approve", "task_server", "auto_approve", "approve trials automatically (sim only)"
+                *(_with_files(n, "fr3_sim_policy.yaml") for n in _sim_nodes("fr3_sim")),
+                NodeSpec(
+                    name="policy",
+                    module="afford_policy.nodes.policy",
+                    executable="policy",
+                    package="afford_policy",
+                    parameter_files=("fr3_sim_policy.yaml",),
+                    required=True,
+                    description=_POLICY,
                 ),
             ),
+            launch_arguments=_SIM_ARGUMENTS,
             discovery="LOCALHOST",
         ),
         GraphSpec(

@@ -101,12 +101,14 @@ def _nodes_and_args(desc: LaunchDescription, given: dict[str, str]) -> tuple[lis
 def _effective(node: Node, args: dict[str, str]) -> tuple[list[str], dict[str, Any]]:
     files: list[str] = []
     merged: dict[str, Any] = {}
+    given = False  # a launch argument or an inline parameter came
     for p in node.kwargs["parameters"]:
         if isinstance(p, str):
-            assert not merged, "a parameter file after inline parameters would override them"
+            assert not given, "a parameter file after inline parameters would override them"
             files.append(p)
             merged.update(g.load_parameters(Path(p)).get(node.kwargs["name"], {}))
         else:
+            given = True
             merged.update({k: _resolve(v, args) for k, v in p.items()})
     return files, merged
 
@@ -122,7 +124,7 @@ def test_launch_file_starts_exactly_the_described_nodes(graph_name: str) -> None
     nodes, args = _nodes_and_args(_load(graph_name), {})
     assert [n.kwargs["name"] for n in nodes] == [n.name for n in graph.nodes]
     for rec, spec in zip(nodes, graph.nodes, strict=True):
-        assert rec.kwargs["package"] == spec.package == "afford_ros"
+        assert rec.kwargs["package"] == spec.package == spec.module.split(".")[0]
         assert rec.kwargs["executable"] == spec.executable
         assert rec.kwargs["remappings"] == list(spec.remappings)
         assert rec.kwargs["respawn"] == spec.respawn

@@ -561,9 +561,25 @@ def _policy_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _policy_train(args: argparse.Namespace) -> int:
+    import shlex
+    import subprocess
+
+    from afford_policy.training import lerobot_train_command, pretrained_dir
+
+    cmd = lerobot_train_command(args.data, args.out, policy=args.policy, steps=args.steps,
+                                batch_size=args.batch_size, workers=args.workers, save_every=args.save_every,
+                                log_every=args.log_every, extra=args.extra)
+    print("$ " + shlex.join(cmd), flush=True)
+    code = subprocess.call(cmd)
+    if code == 0:
+        print(f"policy: {pretrained_dir(args.out)} (afford policy eval|afford task --policy)")
+    return code
+
+
 def _add_policy(sub: argparse._SubParsersAction) -> None:
-    pol = sub.add_parser("policy", help="visuomotor policies: closed-loop evaluation in the batch world "
-                         "(docs/demonstrations.md)")
+    pol = sub.add_parser("policy", help="visuomotor policies: training with LeRobot, closed-loop evaluation "
+                         "in the batch world (docs/demonstrations.md)")
     psub = pol.add_subparsers(dest="policy_command", required=True)
     ev = psub.add_parser("eval", help="run a LeRobot policy (or replay a dataset) in closed loop on a task's "
                          "scenes; resumable; writes one JSON record per episode and report.md")
@@ -591,6 +607,19 @@ def _add_policy(sub: argparse._SubParsersAction) -> None:
                          "or held")
     ev.add_argument("--quiet", action="store_true", help="no line per episode")
     ev.set_defaults(func=_policy_eval)
+    tr = psub.add_parser("train", help="train ACT or Diffusion Policy on an `afford generate` dataset with "
+                         "LeRobot's lerobot-train, offline on the CPU (prints the command it runs)")
+    tr.add_argument("--data", required=True, help="the dataset directory")
+    tr.add_argument("--out", required=True, help="the run directory (must not exist)")
+    tr.add_argument("--policy", choices=("act", "diffusion"), default="act")
+    tr.add_argument("--steps", type=int, default=1000)
+    tr.add_argument("--batch-size", type=int, default=8)
+    tr.add_argument("--workers", type=int, default=2, help="data-loader processes (default 2)")
+    tr.add_argument("--save-every", type=int, default=None,
+                    help="checkpoint every N steps (default: at the end)")
+    tr.add_argument("--log-every", type=int, default=50)
+    tr.add_argument("extra", nargs="*", help="more lerobot-train flags after --, e.g. --policy.chunk_size=20")
+    tr.set_defaults(func=_policy_train)
 
 
 def _eval_alias(argv: list[str]) -> list[str]:

@@ -42,9 +42,8 @@ from afford_core.files import remove_temporaries, write_atomic
 from afford_core.parallel import run_jobs, run_jobs_ray
 from afford_pipeline.execution import WorldExecutor
 
-FRONT, WRIST = "front", "wrist"
-#: Camera names in the simulated scene (the task's own ``front`` camera is perception's).
-SCENE_CAMERAS = {FRONT: "demo_front", WRIST: "demo_wrist"}
+# The cameras' names live with the cameras (the graph's sim world renders them too).
+from afford_sim.policy_cameras import FRONT, SCENE_CAMERAS, WRIST  # noqa: F401 - re-exported
 
 
 @dataclass(frozen=True)
@@ -101,28 +100,10 @@ class DemoConfig:
 
 
 def demo_cameras(width: int, height: int) -> tuple[Any, Any]:
-    """The third-person camera (the task's ``video`` view) and the wrist camera.
+    """The third-person and wrist cameras (:func:`afford_sim.policy_cameras.policy_cameras`)."""
+    from afford_sim.policy_cameras import policy_cameras
 
-    The wrist camera rides on the hand 10 cm behind the TCP and 5 cm beside it, looking along
-    the approach at a point 10 cm ahead of the TCP, with the fingers' closing axis vertical in
-    the image: the view a camera on a Franka hand's flange has of the grasp.
-    """
-    from afford_sim.scene import CameraSpec
-    from afford_sim.tasks import VIDEO_CAMERA
-
-    front = CameraSpec(name=SCENE_CAMERAS[FRONT], width=width, height=height, fovy=VIDEO_CAMERA.fovy,
-                       position=VIDEO_CAMERA.position, target=VIDEO_CAMERA.target)
-    eye = np.array([0.05, 0.0, -0.10])
-    z = np.array([0.0, 0.0, 0.10]) - eye
-    z /= np.linalg.norm(z)
-    y = np.array([0.0, 1.0, 0.0])
-    x = np.cross(y, z)
-    tcp_T_cam = np.eye(4)
-    tcp_T_cam[:3, :3] = np.column_stack([x, y, z])
-    tcp_T_cam[:3, 3] = eye
-    wrist = CameraSpec(name=SCENE_CAMERAS[WRIST], width=width, height=height, fovy=70.0,
-                       world_T_camera=tcp_T_cam, mount="tcp")
-    return front, wrist
+    return policy_cameras(width, height)
 
 
 def _quat_wxyz(rot: np.ndarray) -> np.ndarray:

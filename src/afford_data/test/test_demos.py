@@ -79,19 +79,15 @@ def test_lerobot_train_trains_act_on_it(dataset: Dataset, tmp_path: Path) -> Non
     """LeRobot's own trainer, offline on the CPU, two steps of ACT: it loads our features,
     normalises them and writes a checkpoint (the flags docs/demonstrations.md gives)."""
     import re
-    import shutil
     import subprocess
-    import sys
 
     out, _ = dataset
-    exe = shutil.which("lerobot-train") or str(Path(sys.executable).with_name("lerobot-train"))
-    proc = subprocess.run(
-        [exe, f"--dataset.repo_id=afford/{TASK}", f"--dataset.root={out}", "--dataset.video_backend=pyav",
-         "--policy.type=act", "--policy.push_to_hub=false", "--policy.pretrained_backbone_weights=null",
-         "--policy.device=cpu", "--steps=2", "--batch_size=2", "--num_workers=0", "--wandb.enable=false",
-         f"--output_dir={tmp_path / 'act'}", "--eval_freq=0", "--save_freq=2", "--log_freq=1"],
-        capture_output=True, text=True, timeout=600,
-    )
+    # The flags afford policy train uses (offline, CPU, PyAV, no backbone download).
+    from afford_policy.training import lerobot_train_command
+
+    cmd = lerobot_train_command(out, tmp_path / "act", policy="act", steps=2, batch_size=2, workers=0,
+                                log_every=1)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     losses = [float(x) for x in re.findall(r"loss:([0-9.]+)", proc.stdout + proc.stderr)]
     assert len(losses) == 2 and all(np.isfinite(losses))

@@ -157,14 +157,20 @@ class SafetyChecker:
         positions: np.ndarray,
         q_current: np.ndarray,
         velocities: np.ndarray | None = None,
+        start_reference: np.ndarray | None = None,
     ) -> SafetyResult:
         """Check a joint trajectory before it is sent.
 
         Args:
             times: (T,) seconds from the start of the motion, strictly increasing, >= 0.
             positions: (T, nq) arm joint angles (rad).
-            q_current: (nq,) measured joint angles now.
+            q_current: (nq,) measured joint angles now (or where the arm is being sent now):
+                the motion starts here, and its speed to the first point is checked from here.
             velocities: Optional (T, nq) joint velocities the trajectory carries; checked too.
+            start_reference: What the first point must lie within ``max_start_deviation`` of;
+                default ``q_current``. A chunk of a stream that continues a running one is
+                compared with where the running one sends the arm at the first point's time
+                (its first point is due at least a few ms ahead, and the arm moves meanwhile).
         """
         cfg = self.config
         t = np.asarray(times, dtype=np.float64)
@@ -200,12 +206,17 @@ class SafetyChecker:
                 f"times must increase strictly: point {k + 1} at {t[k + 1]:.4f} s follows {t[k]:.4f} s",
             )
 
-        gap = np.abs(q[0] - q0)
+        ref = q0 if start_reference is None else np.asarray(start_reference, dtype=np.float64)
+        if ref.shape != (n,) or not np.all(np.isfinite(ref)):
+            return SafetyResult.refused("shape", f"the start reference must be {n} finite values, got {ref}")
+        gap = np.abs(q[0] - ref)
         if np.max(gap) > cfg.max_start_deviation:
             j = int(np.argmax(gap))
             return SafetyResult.refused(
                 "start",
-                f"first point is {gap[j]:.3f} rad from the measured joint {j + 1} "
+                f"first point is {gap[j]:.3f} rad from "
+                f"{'the measured' if start_reference is None else 'the running motion at its time,'} "
+                f"joint {j + 1} "
                 f"(at most {cfg.max_start_deviation:.3f} allowed)",
             )
 

@@ -71,6 +71,28 @@ def test_first_point_far_from_current_state_is_refused(checker: SafetyChecker) -
     assert result.check == "start" and "joint 3" in result.message
 
 
+def test_a_start_reference_replaces_the_current_state_in_the_start_check(checker: SafetyChecker) -> None:
+    """A stream's next chunk is compared with where the running chunk sends the arm at the
+    chunk's first point (the arm moves in the milliseconds before it), while the speed to that
+    point is still judged from where the arm is sent now."""
+    t, q = _ramp(Q_HOME + 0.08, Q_HOME + 0.15, 1.0)
+    t = t + 0.05  # the first point 50 ms ahead, 0.08 rad on: 1.6 rad/s, within every joint's limit
+    assert checker.check_trajectory(t, q, Q_HOME).check == "start"
+    ahead = Q_HOME + 0.08  # where the running motion sends the arm 50 ms from now
+    assert checker.check_trajectory(t, q, Q_HOME, start_reference=ahead).ok
+    far = Q_HOME.copy()
+    far[1] += 0.2
+    result = checker.check_trajectory(t, q, Q_HOME, start_reference=far)
+    assert result.check == "start" and "joint 2" in result.message and "running motion" in result.message
+    # The speed from now to the first point: 0.3 rad in 50 ms is refused whatever the reference.
+    q_fast = q.copy()
+    q_fast[:, 0] = Q_HOME[0] + 0.3
+    fast = checker.check_trajectory(t, q_fast, Q_HOME, start_reference=q_fast[0])
+    assert fast.check == "velocity"
+    bad = checker.check_trajectory(t, q, Q_HOME, start_reference=np.full(7, np.nan))
+    assert bad.check == "shape"
+
+
 def test_joint_limit_margin_is_enforced(checker: SafetyChecker, model: RobotModel) -> None:
     """A target inside the mechanical limit but inside the margin is still refused: tracking
     error near a limit trips the FR3's own reflex mid-motion, which is worse than refusing."""

@@ -472,6 +472,55 @@ class Limits:
         self.velocity: np.ndarray = checker.velocity_limits.copy()
 
 
+class BadAction(ValueError):
+    """An action the arm must not be moved on (wrong size, not finite)."""
+
+
+@dataclass(frozen=True)
+class GatedAction:
+    """An action as it may be sent: the joint target clipped to the limits and rate-limited
+    from the last target, and the gripper command.
+
+    Attributes:
+        target: The joint target (rad).
+        closed: The gripper command: closed when the action's last value is at least the
+            threshold.
+        clipped: The policy's target lay outside the joint limits less the margin.
+        rate_limited: Reaching it within the period would have exceeded a velocity limit.
+    """
+
+    target: np.ndarray
+    closed: bool
+    clipped: bool
+    rate_limited: bool
+
+
+def gate_action(action: Any, limits: Limits, last_target: np.ndarray, period: float,
+                gripper_threshold: float = 0.5) -> GatedAction:
+    """Check a policy's action (joint targets and a gripper command) and make it safe to send.
+
+    The batch world's rollout and the graph's policy node both send actions through this, so a
+    policy meets the same limits in both.
+
+    Raises:
+        BadAction: the action is not ``dof + 1`` finite values; the arm is not moved on it.
+    """
+    dof = len(limits.lower)
+    a = np.asarray(action, dtype=np.float64).reshape(-1)
+    if a.shape != (dof + 1,):
+        raise BadAction(f"the policy returned {a.size} values, not {dof + 1}")
+    if not np.all(np.isfinite(a)):
+        bad = [i for i, v in enumerate(a) if not math.isfinite(v)]
+        raise BadAction(f"non-finite action (values {bad}); the arm was not moved on it")
+    last = np.asarray(last_target, dtype=np.float64)
+    goal = np.clip(a[:dof], limits.lower, limits.upper)
+    max_delta = limits.velocity * period
+    delta = np.clip(goal - last, -max_delta, max_delta)
+    return GatedAction(target=last + delta, closed=bool(a[dof] >= gripper_threshold),
+                       clipped=not np.array_equal(goal, a[:dof]),
+                       rate_limited=not np.array_equal(delta, goal - last))
+
+
 def _observe(world: Any, instruction: str) -> dict[str, Any]:
     from afford_data.demos import FRONT, SCENE_CAMERAS, WRIST
 
@@ -515,7 +564,6 @@ def run_episode(policy: Policy, config: RolloutConfig, seed: int, instruction: s
     try:
         task.begin(world)
         judge = StageJudge(task, world, config.settle, config.stop_on_success)
-        dof = world.dof
         period = 1.0 / config.fps
         n_sub = max(1, round(period / world.timestep))
         sim = world.robot.sim
@@ -523,7 +571,6 @@ def run_episode(policy: Policy, config: RolloutConfig, seed: int, instruction: s
         closed = abs(world.data.ctrl[grip_act] - sim.gripper_closed_ctrl) < abs(
             world.data.ctrl[grip_act] - sim.gripper_open_ctrl)
         target = world.arm_target()
-        max_delta = limits.velocity * period
         policy.reset()
         sim_t0 = world.time
         step = 0
@@ -531,20 +578,16 @@ def run_episode(policy: Policy, config: RolloutConfig, seed: int, instruction: s
             obs = _observe(world, text)
             if video is not None:
                 frames.append(obs[FRONT_KEY])
-            action = np.asarray(policy.act(obs), dtype=np.float64).reshape(-1)
-            if action.shape != (dof + 1,):
-                record.reason = f"step {step}: the policy returned {action.size} values, not {dof + 1}"
+            try:
+                gated = gate_action(policy.act(obs), limits, target, period, config.gripper_threshold)
+            except BadAction as err:
+                record.reason = f"step {step}: {err}"
                 break
-            if not np.all(np.isfinite(action)):
-                bad = [i for i, v in enumerate(action) if not math.isfinite(v)]
-                record.reason = f"step {step}: non-finite action (values {bad}); the arm was not moved on it"
-                break
-            goal = np.clip(action[:dof], limits.lower, limits.upper)
-            delta = np.clip(goal - target, -max_delta, max_delta)
-            record.clipped_steps += int(not np.array_equal(goal, action[:dof]))
-            record.rate_limited_steps += int(not np.array_equal(delta, goal - target))
-            new = target + delta
-            want_closed = bool(action[dof] >= config.gripper_threshold)
+            record.clipped_steps += int(gated.clipped)
+            record.rate_limited_steps += int(gated.rate_limited)
+            new = gated.target
+            delta = new - target
+            want_closed = gated.closed
             if want_closed != closed:
                 if want_closed:
                     judge.hand_closing(step)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from afford_policy.rollout import (
     RolloutConfig,
     run_episode,
 )
+from afford_policy.training import lerobot_train_command, pretrained_dir
 
 TASK = "place-banana-plate-v1"
 SIZE = (32, 32)  # test_demos.py's tiny dataset
@@ -159,16 +159,10 @@ def test_targets_far_outside_the_limits_are_clipped_and_rate_limited(
 def act_policy(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two steps of ACT with LeRobot's own trainer (test_demos.py's flags)."""
     out = tmp_path_factory.mktemp("act") / "act"
-    exe = shutil.which("lerobot-train") or str(Path(sys.executable).with_name("lerobot-train"))
-    proc = subprocess.run(
-        [exe, f"--dataset.repo_id=afford/{TASK}", f"--dataset.root={dataset}", "--dataset.video_backend=pyav",
-         "--policy.type=act", "--policy.push_to_hub=false", "--policy.pretrained_backbone_weights=null",
-         "--policy.device=cpu", "--steps=2", "--batch_size=2", "--num_workers=0", "--wandb.enable=false",
-         f"--output_dir={out}", "--eval_freq=0", "--save_freq=2", "--log_freq=1"],
-        capture_output=True, text=True, timeout=600,
-    )
+    cmd = lerobot_train_command(dataset, out, policy="act", steps=2, batch_size=2, workers=0, log_every=1)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return out / "checkpoints" / "last" / "pretrained_model"
+    return pretrained_dir(out)
 
 
 def test_a_lerobot_act_policy_runs_in_closed_loop(act_policy: Path, dataset: Path, limits: Limits) -> None:

@@ -40,6 +40,9 @@ def finger_width_joint(robot: RobotDescription | str = DEFAULT_ROBOT) -> str:
 BASE_FRAME = base_frame()
 CAMERA_FRAME = "camera_color_optical_frame"
 TCP_FRAME = get_robot().tcp_frame
+#: The policy cameras' optical frames (afford_sim.policy_cameras: the dataset's two views).
+POLICY_FRONT_FRAME = "policy_camera_front_optical_frame"
+POLICY_WRIST_FRAME = "policy_camera_wrist_optical_frame"
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,8 @@ class Topic:
         qos: QoS profile name (see the module docstring).
         publisher: Node that publishes it in the sim graph (the real graph's driver or the
             Isaac Sim bridge replaces ``sim_world``); ``operator`` and ``policy`` for what a
-            person or a learned policy sends.
+            person or a learned policy sends; ``policy_camera`` for the policy's cameras
+            (``sim_world`` when asked to render them, the lab's drivers on the real robot).
         description: What a message means, for the docs table.
         sim_only: Published only by the simulator (ground truth); no real-world node offers it,
             and no node may need it to run a task on the real robot.
@@ -106,6 +110,13 @@ TOPICS: tuple[Topic, ...] = (
     Topic("/sim/ground_truth/objects", "std_msgs/msg/String", "", "latched", "sim_world",
           "Simulator ground truth: the scene's object names, one per line, in segmentation order.",
           sim_only=True),
+    Topic("/policy_camera/front/image_raw", "sensor_msgs/msg/Image", POLICY_FRONT_FRAME, "sensor",
+          "policy_camera", "A visuomotor policy's third-person RGB view, rgb8, at the size the policy was "
+          "trained on (sim_world renders it when policy_camera_width/height are set; on the real robot a "
+          "camera driver of the lab's)."),
+    Topic("/policy_camera/wrist/image_raw", "sensor_msgs/msg/Image", POLICY_WRIST_FRAME, "sensor",
+          "policy_camera", "A visuomotor policy's wrist RGB view (a camera on the hand looking along the "
+          "approach), rgb8, as the front view."),
     Topic("/joint_states", "sensor_msgs/msg/JointState", BASE_FRAME, "sensor", "executor",
           "FR3 joints fr3_joint1..7 and the finger width (fr3_finger_width, m), 100 Hz. In Isaac Sim "
           "the world publishes it and the executor only commands."),
@@ -168,6 +179,8 @@ ACTIONS: tuple[Endpoint, ...] = (
              "Run one task sentence end to end, with stage feedback."),
     Endpoint("/planner/execute_skill", "afford_interfaces/action/ExecuteSkill", "planner",
              "Execute the skill behind a plan, stage by stage."),
+    Endpoint("/policy/run", "afford_interfaces/action/RunPolicy", "policy",
+             "Run a visuomotor policy (or a recorded episode) in closed loop through the executor."),
     Endpoint("/executor/follow_trajectory", "afford_interfaces/action/FollowTrajectory", "executor",
              "Run a joint trajectory after the limit checks."),
 )

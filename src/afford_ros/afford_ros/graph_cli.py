@@ -52,6 +52,7 @@ def run_task(
     timeout: float = 600.0,
     out: Any = sys.stdout,
     wait: float = 15.0,
+    policy: str = "",
 ) -> tuple[int, Any]:
     """Send one RunTask goal and wait for its result; returns (goal status, result).
 
@@ -76,7 +77,8 @@ def run_task(
         if not client.wait_for_server(timeout_sec=wait):
             raise TimeoutError("no task server on /run_task: is the graph up? (afford bringup fr3_sim)")
         goal = RunTask.Goal(
-            sentence=sentence, task_id=task_id, seed=seed, grounding=grounding, auto_approve=auto_approve
+            sentence=sentence, task_id=task_id, seed=seed, grounding=grounding, auto_approve=auto_approve,
+            policy=policy,
         )
         send = client.send_goal_async(goal, feedback_callback=feedback)
         session.wait(send, 15.0)
@@ -155,6 +157,27 @@ def recover_robot(timeout: float = 10.0) -> tuple[bool, str]:
     return (False, res) if isinstance(res, str) else (bool(res.success), str(res.message))
 
 
+def policy_argument(value: str) -> str:
+    """``--policy`` as the goal carries it: a local directory made absolute (the policy node
+    runs in another process, started elsewhere), ``replay:`` kept with its dataset made absolute.
+
+    Raises:
+        FileNotFoundError: the directory does not exist here.
+    """
+    from pathlib import Path
+
+    value = value.strip()
+    if not value:
+        return ""
+    prefix = "replay:" if value.startswith("replay:") else ""
+    path = Path(value[len(prefix):]).expanduser()
+    if not path.is_dir():
+        what = "dataset" if prefix else "policy directory"
+        raise FileNotFoundError(f"no {what} at {path} (--policy takes a LeRobot pretrained-policy "
+                                "directory or replay:<afford generate dataset>)")
+    return prefix + str(path.absolute())  # not resolved: checkpoints/last stays "last"
+
+
 def _cmd_task(args: argparse.Namespace) -> int:
     from action_msgs.msg import GoalStatus
 
@@ -170,8 +193,9 @@ def _cmd_task(args: argparse.Namespace) -> int:
             auto_approve=not args.operator,
             timeout=args.timeout,
             wait=args.wait,
+            policy=policy_argument(args.policy or ""),
         )
-    except TimeoutError as err:
+    except (TimeoutError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     stages = ", ".join(
@@ -182,7 +206,7 @@ def _cmd_task(args: argparse.Namespace) -> int:
     if result.task_id:
         print(f"task: {result.task_id}")
     if result.success and status == GoalStatus.STATUS_SUCCEEDED:
-        print(f"success: candidate #{result.selected_index}")
+        print("success: the policy's run" if args.policy else f"success: candidate #{result.selected_index}")
         return 0
     print(f"failed: {result.abstain_reason or 'unknown reason'}")
     return 1
@@ -211,6 +235,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         "--operator",
         action="store_true",
         help="wait for `afford trial approve` instead of approving automatically (simulation only)",
+    )
+    task.add_argument(
+        "--policy",
+        default="",
+        help="run a visuomotor policy instead of the pipeline: a LeRobot pretrained-policy directory, or "
+        "replay:DATASET (the recorded episode of --seed); the graph: afford bringup fr3_sim_policy",
     )
     task.add_argument("--timeout", type=float, default=600.0, help="seconds before the trial is cancelled")
     task.add_argument(

@@ -137,6 +137,23 @@ def test_afford_task_on_the_real_graph_is_not_refused_for_asking_automatic_appro
     assert "perceive: pick up the mug" in goal.feedback
 
 
+def test_a_policy_trial_without_a_policy_node_ends_before_the_operator_is_asked(
+    real_task_server: Any,
+) -> None:
+    """A goal naming a policy skips perception and planning and goes to the policy node; with
+    none on the graph it ends at once with how to get one, before an operator is asked to
+    approve a run that cannot start."""
+    from afford_interfaces.action import RunTask
+    from afford_ros.nodes.task_server import TrialAborted
+
+    node = real_task_server
+    goal = _Goal(auto_approve=False)
+    goal.request = RunTask.Goal(sentence="put the banana on the plate", policy="/lab/policies/act")
+    with pytest.raises(TrialAborted, match="no policy node serves /policy/run.*fr3_sim_policy"):
+        node._trial(goal, RunTask.Result())
+    assert not any(f.startswith(("perceive", "approve")) for f in goal.feedback), goal.feedback
+
+
 def _waiting(node: Any, goal: _Goal) -> tuple[threading.Thread, dict[str, Any]]:
     """Start ``node._approve`` for ``goal`` in a thread; returns once it waits for the operator."""
     box: dict[str, Any] = {}

@@ -52,7 +52,19 @@ from franky_sim.mujoco_simulator import FrankaMujocoRobot, MujocoSimulator
 
 from afford_core.robots import get_robot
 from afford_sim.franky_faults import FaultSimulationServer
-from afford_sim.mjcf import TCP_SITE, ModelConfig, add_camera, add_object, add_table
+from afford_sim.mjcf import (
+    FLOOR_RGBA,
+    HEADLIGHT_AMBIENT,
+    HEADLIGHT_DIFFUSE,
+    TCP_SITE,
+    TOP_LIGHT_DIFFUSE,
+    TOP_LIGHT_POS,
+    ModelConfig,
+    add_camera,
+    add_object,
+    add_table,
+    hand_camera_pose,
+)
 from afford_sim.robots.fr3 import FINGER_FRICTIONLOSS
 from afford_sim.scene import CameraSpec, PlacedScene, sample_scene
 from afford_sim.tasks import Check, Task, get_task
@@ -104,6 +116,8 @@ class FrankyWorldConfig:
             own controller, which has a processor to itself. Only this thread gets it (children
             reset to normal scheduling); the kernel keeps 5% of every core for normal threads.
             Needs CAP_SYS_NICE or an rtprio limit (``ulimit -r``); otherwise ``loop_nice``.
+        extra_cameras: Cameras added to every scene after the task's own (a policy's front and
+            wrist cameras, :mod:`afford_sim.policy_cameras`); hand-mounted ones ride on the hand.
     """
 
     hostname: str = "127.0.0.1"
@@ -115,6 +129,7 @@ class FrankyWorldConfig:
     state_every: int = 2
     loop_nice: int = -10
     loop_rt_priority: int = 10
+    extra_cameras: tuple[CameraSpec, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.hostname:
@@ -259,7 +274,8 @@ def _scene_elements(placed: PlacedScene, cameras: Sequence[CameraSpec], config: 
     for obj in placed.objects:
         add_object(spec, obj, config)
     for cam in cameras:
-        add_camera(spec, cam)
+        if cam.mount != "tcp":  # hand-mounted ones go into franky-sim's hand (build_scene_tree)
+            add_camera(spec, cam)
     return ET.fromstring(spec.to_xml())
 
 
@@ -306,6 +322,11 @@ def build_scene_tree(
         if name == ROBOT_PREFIX + FR3.sim.hand_body:
             tcp = FR3.sim.tcp_matrix[:3, 3]
             ET.SubElement(body, "site", name=TCP_SITE, pos=" ".join(map(str, tcp)), size="0.005", group="4")
+            for cam in cameras:
+                if cam.mount == "tcp":  # a wrist camera (a policy's), as the batch world mounts it
+                    pos, quat = hand_camera_pose(cam, FR3)
+                    ET.SubElement(body, "camera", name=cam.name, pos=" ".join(map(str, pos)),
+                                  quat=" ".join(map(str, quat)), fovy=str(cam.fovy))
         if name.removeprefix(ROBOT_PREFIX) in (*FR3.sim.left_finger_bodies, *FR3.sim.right_finger_bodies):
             for geom in body.findall("geom"):
                 if geom.attrib.get("class") != "visual":  # the collision geoms
@@ -321,18 +342,31 @@ def build_scene_tree(
             # grasp; the batch world uses the same lower value.
             joint.attrib["frictionloss"] = str(FINGER_FRICTIONLOSS)
     # franky-sim's ground is at z = 0, the table top's height; the floor belongs under the table.
+    # It looks and is lit as the batch world's (mjcf.FLOOR_RGBA ...), so the cameras show the same
+    # picture in both worlds (franky-sim's checker floor and three lights did not).
     table = placed.spec.table
+    fmt = " ".join
     for geom in worldbody.findall("geom"):
         if geom.attrib.get("name") == "ground":
-            geom.attrib.update(name="floor", pos=f"0 0 {table.top_z - table.height}")
+            geom.attrib.pop("material", None)
+            geom.attrib.update(name="floor", pos=f"0 0 {table.top_z - table.height}", size="0 0 0.05",
+                               rgba=fmt(map(str, FLOOR_RGBA)))
     for light in worldbody.findall("light"):
-        light.attrib["castshadow"] = "false"  # the renderer turns shadows off anyway
+        worldbody.remove(light)
+    ET.SubElement(worldbody, "light", name="top", pos=fmt(map(str, TOP_LIGHT_POS)), dir="0 0 -1",
+                  castshadow="false", diffuse=fmt(map(str, TOP_LIGHT_DIFFUSE)))
     option = root.find("option")
     if option is None:
         option = ET.SubElement(root, "option")
     option.attrib.update(cone="elliptic", impratio=str(model_cfg.impratio))
     visual = root.find("visual")
     assert visual is not None
+    headlight = visual.find("headlight")
+    if headlight is None:
+        headlight = ET.SubElement(visual, "headlight")
+    headlight.attrib.clear()  # MuJoCo's defaults but these, as the batch world
+    headlight.attrib.update(ambient=fmt(map(str, HEADLIGHT_AMBIENT)),
+                            diffuse=fmt(map(str, HEADLIGHT_DIFFUSE)))
     quality = visual.find("quality")
     if quality is not None:
         quality.attrib["offsamples"] = "0"
@@ -665,7 +699,7 @@ class FrankyWorld:
     def _prepare(self, task_id: str, seed: int) -> tuple[SceneInfo, ET.Element, GraspingRobot]:
         task, placed = scene_for(task_id, seed)
         cam = perception_camera(placed, self.config.camera_size)
-        cameras = [cam, *placed.spec.cameras[1:]]
+        cameras = [cam, *placed.spec.cameras[1:], *self.config.extra_cameras]
         tree, robot = build_scene_tree(placed, cameras, self.config)
         xml = ET.tostring(tree, encoding="unicode")
         mujoco.MjModel.from_xml_string(xml)  # fail here, before the running world is touched

@@ -93,6 +93,14 @@ _INTEGRATORS = {
 }
 # MuJoCo's camera looks along its -z with y up; OpenCV's along +z with y down.
 MJ_T_CV = np.diag([1.0, -1.0, -1.0])
+#: How a scene looks: the floor, the headlight and one light from above. The franky-sim world
+#: uses the same (franky_world.build_scene_tree), so a camera shows the same picture in both
+#: worlds: a policy trained on batch-world images is served on the graph's.
+FLOOR_RGBA = (0.35, 0.35, 0.38, 1.0)
+HEADLIGHT_AMBIENT = (0.35, 0.35, 0.35)
+HEADLIGHT_DIFFUSE = (0.45, 0.45, 0.45)
+TOP_LIGHT_POS = (0.5, 0.0, 2.0)
+TOP_LIGHT_DIFFUSE = (0.5, 0.5, 0.5)
 
 
 def _quat(rot: np.ndarray) -> np.ndarray:
@@ -140,7 +148,7 @@ def add_table(spec: mujoco.MjSpec, placed: PlacedScene, config: ModelConfig) -> 
     if config.floor:
         spec.worldbody.add_geom(
             name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, pos=[0, 0, table.top_z - table.height],
-            size=[0, 0, 0.05], rgba=[0.35, 0.35, 0.38, 1.0],
+            size=[0, 0, 0.05], rgba=list(FLOOR_RGBA),
         )
 
 
@@ -209,17 +217,24 @@ def add_object(spec: mujoco.MjSpec, obj: PlacedObject, config: ModelConfig) -> N
         )
 
 
+def hand_camera_pose(cam: CameraSpec, robot: RobotDescription) -> tuple[np.ndarray, np.ndarray]:
+    """Position and MuJoCo quaternion (w, x, y, z) of a hand-mounted (``mount="tcp"``) camera
+    in the robot's hand body: its pose is given in the TCP frame, which hangs from the hand."""
+    hand_T_cv = robot.sim.tcp_matrix @ cam.extrinsics()
+    return hand_T_cv[:3, 3].copy(), _quat(hand_T_cv[:3, :3] @ MJ_T_CV)
+
+
 def add_camera(spec: mujoco.MjSpec, cam: CameraSpec, robot: RobotDescription | None = None) -> None:
-    world_T_cv = cam.extrinsics()
-    parent = spec.worldbody
     if cam.mount == "tcp":
-        # A wrist camera: its pose is given in the TCP frame; the TCP hangs from the hand body.
+        # A wrist camera rides on the hand body.
         if robot is None:
             raise ValueError(f"camera {cam.name} is mounted on the hand; the robot is needed to place it")
-        parent = spec.body(robot.sim.hand_body)
-        world_T_cv = robot.sim.tcp_matrix @ world_T_cv
-    rot = world_T_cv[:3, :3] @ MJ_T_CV
-    c = parent.add_camera(name=cam.name, pos=world_T_cv[:3, 3], quat=_quat(rot))
+        pos, quat = hand_camera_pose(cam, robot)
+        c = spec.body(robot.sim.hand_body).add_camera(name=cam.name, pos=pos, quat=quat)
+    else:
+        world_T_cv = cam.extrinsics()
+        rot = world_T_cv[:3, :3] @ MJ_T_CV
+        c = spec.worldbody.add_camera(name=cam.name, pos=world_T_cv[:3, 3], quat=_quat(rot))
     if cam.K is None:
         c.fovy = cam.fovy
         return
@@ -266,10 +281,10 @@ def compile_scene(placed: PlacedScene, config: ModelConfig | None = None) -> muj
     spec.visual.global_.offwidth = max([640, *(c.width for c in cams)])
     spec.visual.global_.offheight = max([480, *(c.height for c in cams)])
     spec.visual.quality.offsamples = 0
-    spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
-    spec.visual.headlight.diffuse = [0.45, 0.45, 0.45]
-    spec.worldbody.add_light(name="top", pos=[0.5, 0.0, 2.0], dir=[0, 0, -1], castshadow=False,
-                             diffuse=[0.5, 0.5, 0.5])
+    spec.visual.headlight.ambient = list(HEADLIGHT_AMBIENT)
+    spec.visual.headlight.diffuse = list(HEADLIGHT_DIFFUSE)
+    spec.worldbody.add_light(name="top", pos=list(TOP_LIGHT_POS), dir=[0, 0, -1], castshadow=False,
+                             diffuse=list(TOP_LIGHT_DIFFUSE))
     add_table(spec, placed, config)
     for obj in placed.objects:
         add_object(spec, obj, config)

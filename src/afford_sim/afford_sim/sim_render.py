@@ -20,7 +20,7 @@ import multiprocessing.connection as mpc
 import os
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing import shared_memory
 from typing import Any
 
@@ -118,6 +118,9 @@ class RenderConfig:
             raised to nice -10 the renderer runs at 0, level with other work on the machine,
             not below it (at +10 beside two busy processes it rendered no frame for seconds,
             and the trial's camera watchdog stopped the arm).
+        extra_cameras: Further cameras rendered with each frame, colour only, at
+            ``extra_size`` (a policy's front and wrist views); the scene must hold them.
+        extra_size: (width, height) of the extra cameras.
     """
 
     width: int = 640
@@ -126,10 +129,16 @@ class RenderConfig:
     slots: int = 4
     max_geom: int = 4000
     nice: int = 10
+    extra_cameras: tuple[str, ...] = ()
+    extra_size: tuple[int, int] = (128, 128)
 
     def __post_init__(self) -> None:
         if not (16 <= self.width <= 4096 and 16 <= self.height <= 4096):
             raise ValueError(f"image size must be within 16..4096, got {self.width}x{self.height}")
+        if not all(16 <= v <= 1024 for v in self.extra_size) or len(self.extra_size) != 2:
+            raise ValueError(f"extra_size must be (width, height) within 16..1024, got {self.extra_size}")
+        if len(set(self.extra_cameras)) != len(self.extra_cameras):
+            raise ValueError(f"extra_cameras are named twice: {self.extra_cameras}")
         if not 0 < self.fps <= 240:
             raise ValueError(f"fps must be in (0, 240], got {self.fps}")
         if self.slots < 2 or self.max_geom < 100 or not 0 <= self.nice <= 19:
@@ -151,6 +160,7 @@ class Frame:
         stamp_ns: Wall-clock time (``time.time_ns``) at which the state was copied.
         generation: Scene generation of the state.
         index: Running frame number in the render process.
+        extra: The extra cameras' colour images (:attr:`RenderConfig.extra_cameras`), by name.
     """
 
     rgb: np.ndarray
@@ -162,12 +172,14 @@ class Frame:
     stamp_ns: int
     generation: int
     index: int
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _slot_layout(cfg: RenderConfig) -> tuple[int, int, int, int]:
     px = cfg.width * cfg.height
     rgb, depth, seg = 3 * px, 4 * px, 2 * px
-    return rgb, depth, seg, rgb + depth + seg
+    extra = 3 * cfg.extra_size[0] * cfg.extra_size[1] * len(cfg.extra_cameras)
+    return rgb, depth, seg, rgb + depth + seg + extra
 
 
 def _slot_views(buf: Any, cfg: RenderConfig, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -178,6 +190,17 @@ def _slot_views(buf: Any, cfg: RenderConfig, k: int) -> tuple[np.ndarray, np.nda
     depth: np.ndarray = np.ndarray((h, w), dtype=np.float32, buffer=buf, offset=off + rgb_n)
     seg: np.ndarray = np.ndarray((h, w), dtype=np.uint16, buffer=buf, offset=off + rgb_n + depth_n)
     return rgb, depth, seg
+
+
+def _extra_views(buf: Any, cfg: RenderConfig, k: int) -> dict[str, np.ndarray]:
+    rgb_n, depth_n, seg_n, total = _slot_layout(cfg)
+    ew, eh = cfg.extra_size
+    off = k * total + rgb_n + depth_n + seg_n
+    views: dict[str, np.ndarray] = {}
+    for name in cfg.extra_cameras:
+        views[name] = np.ndarray((eh, ew, 3), dtype=np.uint8, buffer=buf, offset=off)
+        off += 3 * ew * eh
+    return views
 
 
 class SceneRenderer:
@@ -199,6 +222,8 @@ class SceneRenderer:
         self.data = mujoco.MjData(self.model)
         self.cfg = cfg
         self.cam_id = self.model.camera(camera).id
+        # KeyError here names a camera the scene lacks (an extra camera not added to it).
+        self.extra_ids = {name: self.model.camera(name).id for name in cfg.extra_cameras}
         index = {name: i + 1 for i, name in enumerate(objects)}
         names = [self.model.geom(i).name for i in range(self.model.ngeom)]
         self._lut = np.array(
@@ -225,6 +250,16 @@ class SceneRenderer:
             self._renderer.intrinsics(self.cfg.width, self.cfg.height),
             camera_pose(self.data, self.cam_id),
         )
+
+    def render_extra(self) -> dict[str, np.ndarray]:
+        """The extra cameras' colour images of the state the last :meth:`render` set."""
+        ew, eh = self.cfg.extra_size
+        out: dict[str, np.ndarray] = {}
+        for name, cam_id in self.extra_ids.items():
+            rgb, _, _ = self._renderer.render(self.data, cam_id, ew, eh, depth=False, geom_ids=False)
+            assert rgb is not None
+            out[name] = rgb
+        return out
 
     def close(self) -> None:
         self._renderer.close()
@@ -275,12 +310,17 @@ def _child_main(
                 time.sleep(0.005)
                 continue
             rgb, depth, seg, K, T = renderer.render(qpos)
+            extra = renderer.render_extra()
             slot = index % cfg.slots
             r, d, s = _slot_views(frames.buf, cfg, slot)
             r[...] = rgb
             d[...] = depth
             s[...] = seg
             del r, d, s
+            views = _extra_views(frames.buf, cfg, slot)
+            for name, image in extra.items():
+                views[name][...] = image
+            del views
             out.send((slot, index, gen, sim_time, wall_ns, K, T))
             index += 1
             next_t += period
@@ -362,6 +402,7 @@ class RenderProcess:
         self.received += 1
         slot, index, gen, sim_time, wall_ns, K, T = msg
         r, d, s = _slot_views(self._frames.buf, self.cfg, slot)
+        views = _extra_views(self._frames.buf, self.cfg, slot)
         frame = Frame(
             rgb=r.copy(),
             depth=d.copy(),
@@ -372,8 +413,9 @@ class RenderProcess:
             stamp_ns=wall_ns,
             generation=gen,
             index=index,
+            extra={name: v.copy() for name, v in views.items()},
         )
-        del r, d, s
+        del r, d, s, views
         return frame
 
     def stop(self, timeout: float = 3.0) -> None:

@@ -292,3 +292,37 @@ def test_render_child_leaves_ctrl_c_to_its_parent() -> None:
     finally:
         rp.stop()
     assert not rp.alive()
+
+
+def test_the_policy_cameras_show_the_batch_worlds_picture() -> None:
+    """A policy learns from batch-world images (afford generate) and is served on the graph's
+    franky-sim world: its front and wrist cameras (the wrist one riding on franky-sim's hand)
+    must show the same picture there, floor and lighting included."""
+    from afford_pipeline.spine import task_world
+    from afford_sim.policy_cameras import SCENE_CAMERAS, policy_cameras
+
+    task, seed, size = "place-banana-plate-v1", 3, (48, 48)
+    cams = policy_cameras(*size)
+    host = f"127.2.{os.getpid() % 250 + 1}.{(os.getpid() // 250) % 250 + 1}"
+    w = FrankyWorld(FrankyWorldConfig(hostname=host, extra_cameras=cams))
+    info = w.start(task, seed=seed)
+    try:
+        _, _, qpos = w.state()
+    finally:
+        w.stop()
+    cfg = RenderConfig(width=64, height=48, extra_cameras=tuple(SCENE_CAMERAS.values()), extra_size=size)
+    r = SceneRenderer(info.xml, info.camera.name, info.objects, cfg)
+    try:
+        r.render(qpos)
+        graph = r.render_extra()
+    finally:
+        r.close()
+    batch = task_world(task, seed, "fr3", cams)
+    try:
+        for name in SCENE_CAMERAS.values():
+            image = batch.render(name, depth=False, segmentation=False).rgb
+            assert graph[name].shape == image.shape == (48, 48, 3)
+            diff = np.abs(graph[name].astype(int) - image.astype(int)).mean()
+            assert diff < 2.0, f"{name}: mean difference {diff:.1f} of 255"
+    finally:
+        batch.close()

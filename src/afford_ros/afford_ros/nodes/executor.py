@@ -13,8 +13,9 @@ named by ``robot`` (its description: joints, limits, gripper). It
   at its control rate; point times count from the header stamp, which a chunk must carry): the
   part of a chunk already in the past is dropped (a chunk delayed on a busy machine), the rest
   passes the same limit checks, measured from where the running chunk is sending the arm now
-  (the arm lags that setpoint; a jump is measured from it) or from the measured joints when no
-  chunk runs, and replaces the chunk running; a refused chunk halts the arm; once the last
+  (the arm lags that setpoint; a jump is measured from it; the first target must lie where the
+  running chunk sends the arm by that target's time) or from the measured joints when no chunk
+  runs, and replaces the chunk running; a refused chunk halts the arm; once the last
   target is reached the arm holds it, and when no chunk has come for ``stream_timeout_s`` past
   the last target the stream is reported ended (``stopped``), as is a driver fault (its kind);
 - halts any motion or stream at once on ``/afford/stop`` and aborts the running goal;
@@ -420,6 +421,13 @@ class ExecutorNode(Node):
                 with self._lock:
                     if self._stream is reserved:  # not stopped meanwhile: the times the robot follows
                         self._stream = (np.r_[now, now + sent_t], np.vstack([q_ref, sent_q]))
+                if sent_t[-1] > times[-1] * 1.001:
+                    # The driver slowed the chunk to its own limits: the sender's next chunk, timed
+                    # for the chunk it sent, will not start where this one is by then.
+                    self.get_logger().warning(
+                        f"joint targets slowed {sent_t[-1] / times[-1]:.2f}x by the driver's limits "
+                        "(dynamics_factor): stream slower, or the next chunk may be refused (start)"
+                    )
         return ""
 
     # ------------------------------------------------------------------ streamed joint targets
@@ -491,7 +499,11 @@ class ExecutorNode(Node):
         except Exception as exc:  # noqa: BLE001 - no state to check against: refuse, never guess
             self._halt_stream(f"joint targets refused: {exc}", kind="communication")
             return
-        verdict = self.safety.check_trajectory(times, qs, q_ref)
+        # A chunk that continues the running one starts where that one sends the arm by the time
+        # of its first target (due at least _STREAM_LEAD ahead; a fast arm moves a few
+        # centiradians meanwhile); the speed to it is judged from the setpoint now.
+        ahead = _setpoint(running, now + times[0]) if running is not None else None
+        verdict = self.safety.check_trajectory(times, qs, q_ref, start_reference=ahead)
         if not verdict.ok and running is not None and verdict.check in ("start", "velocity"):
             # A policy acting on what it observes starts a chunk near the measured arm, which
             # trails the setpoint (on a loaded machine by more than the allowed jump): a chunk

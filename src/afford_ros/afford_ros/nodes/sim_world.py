@@ -5,9 +5,11 @@ scene, ground truth) and :mod:`afford_sim.sim_render` (rendering in a child proc
 shared-memory copy of ``qpos``, so the 1 kHz simulation loop never waits for a render). It
 publishes the ``sim_world`` topics of :mod:`afford_ros.contract`: colour (rgb8), depth
 aligned to colour (16UC1, mm), camera info, the latched camera extrinsics in ``fr3_link0``, and
-(``publish_ground_truth``) the object-level segmentation with the latched object names. It
-serves ``/sim_world/reset`` (new scene; franky connections stay up, a running motion is
-preempted) and ``/sim_world/evaluate`` (the task's final-stage check on the simulator state).
+(``publish_ground_truth``) the object-level segmentation with the latched object names, and
+(``policy_camera_width``/``height`` set) a visuomotor policy's front and wrist views, rendered
+with each frame from the same state. It serves ``/sim_world/reset`` (new scene; franky
+connections stay up, a running motion is preempted) and ``/sim_world/evaluate`` (the task's
+final-stage check on the simulator state).
 
 Keeping time. franky-sim must answer a libfranka client every millisecond; on a machine whose
 cores are busy it can fall behind. The loop's thread runs with real-time scheduling where
@@ -63,6 +65,7 @@ from afford_sim.franky_world import (
     SceneInfo,
     raise_priority,
 )
+from afford_sim.policy_cameras import FRONT, SCENE_CAMERAS, WRIST, policy_cameras
 from afford_sim.sim_render import Frame, RenderConfig, RenderProcess
 
 NODE_NAME = "sim_world"
@@ -73,6 +76,8 @@ T_EXTRINSICS = "/camera/extrinsics"
 T_SEG = "/sim/ground_truth/segmentation"
 T_OBJECTS = "/sim/ground_truth/objects"
 T_DIAGNOSTICS = "/diagnostics"
+T_POLICY_FRONT = "/policy_camera/front/image_raw"
+T_POLICY_WRIST = "/policy_camera/wrist/image_raw"
 
 
 def loop_status(window: LoopTiming, hardware_id: str, nice: int, rt_priority: int = 0) -> DiagnosticStatus:
@@ -115,6 +120,9 @@ class SimWorldParams:
         fps: Camera frame rate the render process aims at.
         realtime_factor: Simulated seconds per wall second.
         publish_ground_truth: Publish the segmentation and object names (simulator only).
+        policy_camera_width: Width of the policy cameras (a visuomotor policy's front and wrist
+            views, :mod:`afford_sim.policy_cameras`); 0: not rendered.
+        policy_camera_height: Their height; 0 with the width.
     """
 
     task: str = "pick-mug-v1"
@@ -125,12 +133,21 @@ class SimWorldParams:
     fps: float = 30.0
     realtime_factor: float = 1.0
     publish_ground_truth: bool = True
+    policy_camera_width: int = 0
+    policy_camera_height: int = 0
 
     def __post_init__(self) -> None:
         if not self.task.strip():
             raise ValueError("task must not be empty")
         if self.seed < 0:
             raise ValueError("seed must be >= 0")
+        size = (self.policy_camera_width, self.policy_camera_height)
+        if (0 in size and size != (0, 0)) or (size != (0, 0) and not all(16 <= v <= 1024 for v in size)):
+            raise ValueError(f"policy_camera_width/height must both be 0 (off) or in 16..1024, got {size}")
+
+    @property
+    def policy_cameras(self) -> bool:
+        return self.policy_camera_width > 0
         # The rest is validated by FrankyWorldConfig and RenderConfig.
 
 
@@ -143,6 +160,8 @@ _DESCRIPTIONS = {
     "fps": "Camera frame rate the renderer aims at (it publishes as fast as it renders below it).",
     "realtime_factor": "Simulated seconds per wall-clock second (1.0: real time, as franky expects).",
     "publish_ground_truth": "Publish /sim/ground_truth/segmentation and /sim/ground_truth/objects.",
+    "policy_camera_width": "Width of a policy's front and wrist cameras on /policy_camera/* (0: off).",
+    "policy_camera_height": "Their height in pixels (0: off).",
 }
 
 
@@ -158,12 +177,19 @@ class SimWorldNode(Node):
             values[name] = self.declare_parameter(name, default, ParameterDescriptor(description=text)).value
         self.params = SimWorldParams(**values)
         p = self.params
+        policy_size = (p.policy_camera_width, p.policy_camera_height)
+        extra = policy_cameras(*policy_size) if p.policy_cameras else ()
         self.world = FrankyWorld(
             FrankyWorldConfig(
-                hostname=p.hostname, realtime_factor=p.realtime_factor, camera_size=(p.width, p.height)
+                hostname=p.hostname, realtime_factor=p.realtime_factor, camera_size=(p.width, p.height),
+                extra_cameras=extra,
             )
         )
-        self.render = RenderProcess(RenderConfig(width=p.width, height=p.height, fps=p.fps))
+        self.render = RenderProcess(
+            RenderConfig(width=p.width, height=p.height, fps=p.fps,
+                         extra_cameras=tuple(c.name for c in extra),
+                         extra_size=policy_size if extra else (128, 128))
+        )
         self._topics = {t.name: t for t in contract.TOPICS if t.publisher == NODE_NAME}
         self.pub_rgb = self._publisher(Image, T_COLOR)
         self.pub_info = self._publisher(CameraInfo, T_INFO)
@@ -171,6 +197,14 @@ class SimWorldNode(Node):
         self.pub_extrinsics = self._publisher(PoseStamped, T_EXTRINSICS)
         self.pub_seg = self._publisher(Image, T_SEG) if p.publish_ground_truth else None
         self.pub_objects = self._publisher(String, T_OBJECTS) if p.publish_ground_truth else None
+        # The policy cameras' topics are the contract's, published here only when asked for.
+        self.pub_policy = {
+            SCENE_CAMERAS[view]: (
+                self.create_publisher(Image, topic, qos_profile(contract.topic(topic).qos)),
+                contract.topic(topic).frame,
+            )
+            for view, topic in ((FRONT, T_POLICY_FRONT), (WRIST, T_POLICY_WRIST))
+        } if p.policy_cameras else {}
         self._reset_lock = threading.Lock()
         self._stop = threading.Event()
         self._extrinsics_sent = -1
@@ -195,6 +229,7 @@ class SimWorldNode(Node):
         self.get_logger().info(
             f"franky-sim serving on {p.hostname} with the scene of {p.task} (seed {p.seed}): "
             f"objects {list(info.objects)}; camera {p.width}x{p.height} at up to {p.fps} fps"
+            + (f"; policy cameras {policy_size[0]}x{policy_size[1]}" if p.policy_cameras else "")
         )
 
     def _publisher(self, msg_type: Any, name: str) -> Any:
@@ -304,6 +339,8 @@ class SimWorldNode(Node):
         self.pub_info.publish(camera_info(frame.K, w, h, cam, stamp))
         if self.pub_seg is not None:
             self.pub_seg.publish(image_to_msg(frame.segmentation, "16UC1", cam, stamp))
+        for name, (pub, frame_id) in self.pub_policy.items():
+            pub.publish(image_to_msg(frame.extra[name], "rgb8", frame_id, stamp))
         self.frames_published += 1
 
     # Shutdown ------------------------------------------------------------------------------

@@ -7,7 +7,9 @@ operator's approval (``/task_server/approve``; automatic only in sim mode, when 
 asks; only a request carrying the operator's token counts, see
 :mod:`afford_ros.operator_token`), execute the skill stage by stage, and
 (sim) check the outcome against the simulator's state. Every step is sent as feedback and on
-``/afford/trial_state``.
+``/afford/trial_state``. A goal naming a ``policy`` skips perception and planning: after the
+operator's approval the policy node (``/policy/run``) runs the visuomotor policy in closed loop
+through the executor's checks, watched as a skill is, and the simulator judges the outcome.
 
 Safety: while a trial moves the arm, the camera and the robot state are watched; a camera
 silent for longer than ``max_frame_age_s`` publishes the stop topic, cancels the skill and
@@ -40,7 +42,7 @@ from sensor_msgs.msg import CameraInfo
 from std_msgs.msg import Empty, String
 from std_srvs.srv import Trigger
 
-from afford_interfaces.action import ExecuteSkill, RunTask
+from afford_interfaces.action import ExecuteSkill, RunPolicy, RunTask
 from afford_interfaces.srv import ApproveTrial, Perceive, PlanGrasp, ResetScene
 from afford_perception.parser import parse
 from afford_ros import contract, operator_token
@@ -57,6 +59,8 @@ LIBFRANKA_TIMEOUT_S = 1.0
 
 #: The planner's action that runs a skill.
 EXECUTE_SKILL = "/planner/execute_skill"
+#: The policy node's action that runs a visuomotor policy.
+RUN_POLICY = "/policy/run"
 #: Longest wait (s) for the planner to answer an execute_skill goal; it answers at once when up.
 GOAL_ANSWER_S = 10.0
 #: After a goal went unanswered (arm stopped), how long (s) to wait for DDS to tell whether the
@@ -159,6 +163,7 @@ class TaskServerNode(Node):
         self.skill_client: Any = ActionClient(
             self, ExecuteSkill, EXECUTE_SKILL, callback_group=group
         )
+        self.policy_client: Any = ActionClient(self, RunPolicy, RUN_POLICY, callback_group=group)
         # Only the operator's tool can read this token (a file private to this account); an
         # approval without it is refused, whoever can reach the graph.
         self._token, self.token_file = operator_token.write_token()
@@ -350,14 +355,41 @@ class TaskServerNode(Node):
         def on_feedback(msg: Any) -> None:
             self._feedback(goal_handle, f"execute:{msg.feedback.stage}")
 
-        # One watch covers the wait for the goal's answer and the wait for its result: the
-        # planner can take the goal, start the arm and die before its answer reaches us (seen
-        # with the sim at a sixth of real time), and the camera must be watched all along.
-        goal_future = self.skill_client.send_goal_async(
-            ExecuteSkill.Goal(plan_id=plan_id), feedback_callback=on_feedback
+        skill, why = self._follow(
+            goal_handle, self.skill_client, EXECUTE_SKILL, ExecuteSkill.Goal(plan_id=plan_id),
+            "the planner (which runs the skill)", on_feedback, "the planner refused to execute the plan",
         )
-        what = "the planner (which runs the skill)"
-        watched = [f"{EXECUTE_SKILL}/_action/{s}" for s in ("send_goal", "get_result")]
+        result.stage_names = list(skill.stage_names)
+        result.stage_success = list(skill.stage_success)
+        return why or ("" if skill.success else skill.message)
+
+    def _run_policy(self, goal_handle: Any, policy: str, instruction: str) -> str:
+        """Run a policy through the policy node; watch as a skill is watched. Returns the
+        failure reason."""
+
+        def on_feedback(msg: Any) -> None:
+            f = msg.feedback
+            self._feedback(goal_handle, "execute:policy", f"step {f.step}, {f.elapsed_s:.0f} s: {f.detail}")
+
+        goal = RunPolicy.Goal(policy=policy, instruction=instruction, seed=goal_handle.request.seed)
+        out, why = self._follow(
+            goal_handle, self.policy_client, RUN_POLICY, goal, "the policy node", on_feedback,
+            "the policy node refused the run (is another one running?)",
+        )
+        return why or ("" if out.success else out.message)
+
+    def _follow(
+        self, goal_handle: Any, client: Any, action: str, goal: Any, what: str,
+        on_feedback: Callable[[Any], None], refused: str,
+    ) -> tuple[Any, str]:
+        """Send ``goal`` to the action that moves the arm and wait for its result, watching the
+        camera, the cancel flag and the server. Returns (the result, why the arm was stopped or
+        ""); raises when no result will come."""
+        # One watch covers the wait for the goal's answer and the wait for its result: the
+        # server can take the goal, start the arm and die before its answer reaches us (seen
+        # with the sim at a sixth of real time), and the camera must be watched all along.
+        goal_future = client.send_goal_async(goal, feedback_callback=on_feedback)
+        watched = [f"{action}/_action/{s}" for s in ("send_goal", "get_result")]
         servers = {service: service_servers(self, service) for service in watched}
         handle: Any = None
         future: Any = None
@@ -370,7 +402,7 @@ class TaskServerNode(Node):
             if handle is None and goal_future.done():
                 handle = goal_future.result()
                 if not handle.accepted:
-                    raise TrialAborted("the planner refused to execute the plan")
+                    raise TrialAborted(refused)
                 future = handle.get_result_async()
                 if stopped:
                     handle.cancel_goal_async()
@@ -379,7 +411,7 @@ class TaskServerNode(Node):
                 checked = now
                 gone = next((g for s in watched if (g := self._gone(s, servers[s], what))), "")
                 if gone:
-                    # Nobody will answer: stop the arm here and end, without the skill's result.
+                    # Nobody will answer: stop the arm here and end, without the result.
                     why = why if why and not unanswered_at else f"{gone}; arm stopped"
             silent = now - self._last_frame
             if not why and silent > self.max_frame_age:
@@ -391,7 +423,7 @@ class TaskServerNode(Node):
                 why = "cancelled by the client; arm stopped"
             if not why and handle is None and now - sent > GOAL_ANSWER_S:
                 # The arm may be moving under a goal we cannot see: stop it; then wait a
-                # while longer to learn whether the planner died (DDS notices within its lease).
+                # while longer to learn whether the server died (DDS notices within its lease).
                 why = f"{what} did not answer the goal within {GOAL_ANSWER_S:.0f} s; arm stopped"
                 unanswered_at = now
             if why and not stopped:
@@ -406,10 +438,7 @@ class TaskServerNode(Node):
         if future is None or not future.done():
             goal_future.cancel()
             raise TrialAborted(why)
-        skill = future.result().result
-        result.stage_names = list(skill.stage_names)
-        result.stage_success = list(skill.stage_success)
-        return why or ("" if skill.success else skill.message)
+        return future.result().result, why
 
     def _on_goal(self, goal_handle: Any) -> RunTask.Result:
         with self._busy:
@@ -463,6 +492,9 @@ class TaskServerNode(Node):
             # Frames rendered before the reset show the old scene; perception only takes frames
             # younger than max_frame_age_s, so waiting that long leaves only new ones.
             time.sleep(self.max_frame_age + 0.1)
+        if goal.policy.strip():
+            self._policy_trial(goal_handle, result, sentence)
+            return
         self._feedback(goal_handle, "perceive", sentence)
         seen = self._call(
             self.perceive_client,
@@ -509,6 +541,33 @@ class TaskServerNode(Node):
         result.stage_success = head_ok + list(result.stage_success)
         if why:
             raise TrialAborted(why)
+        self._evaluate(goal_handle, result)
+
+    def _policy_trial(self, goal_handle: Any, result: RunTask.Result, sentence: str) -> None:
+        """A trial whose motion comes from a visuomotor policy: no perception or planning; the
+        operator approves the policy's run, the policy node runs it through the executor's
+        checks, the simulator judges it."""
+        name = goal_handle.request.policy.strip()
+        # Before the operator is asked: a run that cannot start is not put to them.
+        if not self.policy_client.wait_for_server(timeout_sec=5.0):
+            raise TrialAborted(
+                f"no policy node serves {RUN_POLICY}: run the graph with one (afford bringup fr3_sim_policy)"
+            )
+        self._feedback(goal_handle, "plan", f"policy {name}")
+        summary = f"policy {name} in closed loop (each action through the executor's limit checks)"
+        self._approve(goal_handle, summary)
+        if goal_handle.is_cancel_requested:
+            raise TrialAborted("cancelled")
+        self._feedback(goal_handle, "execute", summary)
+        self._moving_since = time.monotonic()
+        why = self._run_policy(goal_handle, name, sentence)
+        result.stage_names, result.stage_success = ["policy"], [not why]
+        if why:
+            raise TrialAborted(why)
+        self._evaluate(goal_handle, result)
+
+    def _evaluate(self, goal_handle: Any, result: RunTask.Result) -> None:
+        """In simulation, judge the outcome by the simulator's state; then the trial succeeded."""
         if self.sim_world:
             self._feedback(goal_handle, "evaluate", "simulator ground truth")
             check = self._call(self.evaluate_client, Trigger.Request(), "evaluation")

@@ -1,0 +1,383 @@
+"""policy: a visuomotor policy on the robot, through the executor's checks.
+
+Serves ``/policy/run`` (``afford_interfaces/action/RunPolicy``). For each goal it loads the
+policy the goal names (:func:`afford_policy.serving.load_policy`: a LeRobot pretrained-policy
+directory, or ``replay:<dataset>``), then every control period (the policy's training frame
+rate):
+
+1. takes the newest images of the policy cameras (``/policy_camera/front/image_raw``,
+   ``/policy_camera/wrist/image_raw``; ``sim_world`` renders them when its
+   ``policy_camera_width`` is set, a lab's drivers publish them on the real robot) and the
+   newest ``/joint_states``; any of them older than ``max_input_age_s`` ends the run with the
+   reason, as nothing the policy would answer to stale inputs may move the arm;
+2. asks the policy for an action and gates it (:class:`afford_policy.serving.PolicyStepper`:
+   8 finite values or the run ends with the arm unmoved; clipped to the joint limits less the
+   margin, rate-limited to the velocity limits);
+3. sends the joint target as a one-point chunk due one period ahead on
+   ``/executor/joint_targets`` (stamped: the executor drops what is already due), or, when the
+   gripper command changes, calls ``/executor/gripper`` and waits for it, as the scripted skills
+   and the batch-world rollout do (the stream lapses meanwhile; the next chunk starts a new one
+   from where the arm is).
+
+The executor checks every chunk against the joint, velocity and workspace limits, halts on
+``/afford/stop``, and holds the arm when chunks stop coming. Any fault or refusal it reports on
+``/afford/robot_error`` while the run streams ends the run with that reason (except the lapse a
+gripper command causes, and franky's motion planner failing a small motion from rest, error
+-111, after which the stream starts again from where the arm is, at most 3 times a run); so does
+a cancel. The run's result says whether it ran its time out;
+whether the task was achieved is judged by the caller (the task server asks the simulator).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import Image, JointState
+from trajectory_msgs.msg import JointTrajectory
+
+from afford_interfaces.action import RunPolicy
+from afford_interfaces.msg import RobotError
+from afford_interfaces.srv import Gripper
+from afford_policy.rollout import BadAction, Limits
+from afford_policy.serving import (
+    LEAD_S,
+    SPEED_FRACTION,
+    PolicyStepper,
+    check_speed_limits,
+    load_policy,
+)
+from afford_ros import contract
+from afford_ros.nodes.convert import image_problem, msg_to_image, trajectory_msg
+from afford_ros.nodes.spin import run_node
+from afford_ros.qos import qos_profile
+
+NODE_NAME = "policy"
+T_FRONT = "/policy_camera/front/image_raw"
+T_WRIST = "/policy_camera/wrist/image_raw"
+#: A gripper command's stream lapse reported by the executor: expected, not a fault.
+_LAPSE = "no joint targets for"
+#: A fault the stream may restart after (franky's planner, -111), at most MAX_REPLANS times a
+#: run, after a pause longer than the executor's stream_timeout_s (0.5 s by default).
+_PLANNER_FAULT = "Motion planner failed"
+MAX_REPLANS = 3
+_REPLAN_PAUSE_S = 0.7
+#: Before a gripper command the arm gets this close (rad, every joint) to its last target ...
+ARRIVED_RAD = 0.01
+#: ... or this long (s) past the time it was due.
+ARRIVE_TIMEOUT_S = 1.0
+#: Feedback at most this often (s).
+_FEEDBACK_EVERY_S = 1.0
+
+
+class RunEnded(Exception):
+    """Ends a run early; the text is the result's message."""
+
+
+def _qos(name: str) -> Any:
+    return qos_profile(contract.topic(name).qos)
+
+
+class PolicyNode(Node):
+    """See the module docstring."""
+
+    def __init__(self, **node_kwargs: Any) -> None:
+        super().__init__(NODE_NAME, **node_kwargs)
+        d = ParameterDescriptor
+        self.declare_parameter("robot", "fr3", d(description="The robot the policy drives (afford robots)."))
+        self.declare_parameter(
+            "max_input_age_s", 1.0,
+            d(description="Oldest camera image or joint state a step may act on (s); older ends the run."),
+        )
+        self.declare_parameter(
+            "joint_margin", 0.05,
+            d(description="Joint targets stay this far inside the joint limits (rad), as the executor's."),
+        )
+        self.declare_parameter(
+            "gripper_timeout_s", 15.0, d(description="Longest wait for a gripper command (s).")
+        )
+        self.declare_parameter(
+            "speed_fraction", SPEED_FRACTION,
+            d(description="Fraction of the robot's joint speed limits the streamed targets may use; "
+              "keep it under what the executor's driver follows without slowing a chunk."),
+        )
+        self.declare_parameter(
+            "joint_speed_limits", [0.0],
+            d(description="Joint speeds (rad/s) the streamed targets may use, one per joint, instead of "
+              "speed_fraction; [0.0]: not set."),
+        )
+        self.declare_parameter(
+            "lead_s", LEAD_S,
+            d(description="How far ahead (s) a chunk's first target lies: above the worst delivery delay."),
+        )
+        self.robot = str(self.get_parameter("robot").value)
+        self.max_age = float(self.get_parameter("max_input_age_s").value)
+        if not 0.05 <= self.max_age <= 10.0:
+            raise ValueError(f"max_input_age_s must be in [0.05, 10], got {self.max_age}")
+        self.gripper_timeout = float(self.get_parameter("gripper_timeout_s").value)
+        self.lead = float(self.get_parameter("lead_s").value)
+        self.speed_fraction = float(self.get_parameter("speed_fraction").value)
+        self.limits = Limits(self.robot, float(self.get_parameter("joint_margin").value))
+        speeds = [float(v) for v in self.get_parameter("joint_speed_limits").value or []]
+        # Checked at start, not at the first goal.
+        self.speed_limits = None if speeds in ([], [0.0]) else check_speed_limits(speeds, self.limits)
+        self.arm_joints = list(contract.arm_joints(self.robot))
+        self.width_joint = contract.finger_width_joint(self.robot)
+        from afford_core.robots import get_robot
+
+        self.gripper = get_robot(self.robot).gripper
+        inputs = MutuallyExclusiveCallbackGroup()
+        self._lock = threading.Lock()
+        self._images: dict[str, tuple[float, Image]] = {}
+        self._joints: tuple[float, np.ndarray, float] | None = None
+        self._errors: list[tuple[float, str, str]] = []
+        self._grips: list[tuple[float, float]] = []  # (start, end) of this run's gripper commands
+        for topic in (T_FRONT, T_WRIST):
+            self.create_subscription(
+                Image, topic, lambda m, t=topic: self._on_image(t, m), _qos(topic), callback_group=inputs
+            )
+        self.create_subscription(JointState, "/joint_states", self._on_joints, _qos("/joint_states"),
+                                 callback_group=inputs)
+        self.create_subscription(RobotError, "/afford/robot_error", self._on_error,
+                                 _qos("/afford/robot_error"), callback_group=inputs)
+        self.pub_targets = self.create_publisher(
+            JointTrajectory, "/executor/joint_targets", _qos("/executor/joint_targets")
+        )
+        group = ReentrantCallbackGroup()
+        self.gripper_client: Any = self.create_client(Gripper, "/executor/gripper", callback_group=group)
+        self._busy = threading.Lock()
+        self._server = ActionServer(
+            self, RunPolicy, "/policy/run", execute_callback=self._on_goal,
+            goal_callback=self._accept, cancel_callback=lambda _g: CancelResponse.ACCEPT,
+            callback_group=group,
+        )
+        self.get_logger().info(f"policy node ready for {self.robot}: /policy/run")
+
+    # Inputs -------------------------------------------------------------------------------------
+
+    def _on_image(self, topic: str, msg: Image) -> None:
+        with self._lock:
+            self._images[topic] = (time.monotonic(), msg)
+
+    def _on_joints(self, msg: JointState) -> None:
+        pos = dict(zip(msg.name, msg.position, strict=False))
+        if any(j not in pos for j in self.arm_joints):
+            return
+        q = np.array([pos[j] for j in self.arm_joints], dtype=np.float64)
+        width = float(pos.get(self.width_joint, float("nan")))
+        with self._lock:
+            self._joints = (time.monotonic(), q, width)
+
+    def _on_error(self, msg: RobotError) -> None:
+        with self._lock:
+            self._errors.append((time.monotonic(), str(msg.kind), str(msg.message)))
+            del self._errors[:-50]
+
+    def _inputs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """The newest images and joints, or RunEnded saying what is missing or stale."""
+        now = time.monotonic()
+        with self._lock:
+            images = dict(self._images)
+            joints = self._joints
+        out = []
+        for topic in (T_FRONT, T_WRIST):
+            if topic not in images:
+                raise RunEnded(f"no image on {topic}: is a policy camera publishing? (sim_world: set "
+                               "policy_camera_width and policy_camera_height; `afford bringup "
+                               "fr3_sim_policy` does)")
+            t, msg = images[topic]
+            if now - t > self.max_age:
+                raise RunEnded(f"{topic} silent for {now - t:.1f} s (limit {self.max_age:.1f} s)")
+            problem = image_problem(msg)
+            if problem or msg.encoding != "rgb8":
+                raise RunEnded(f"{topic}: unusable image ({problem or f'encoding {msg.encoding}, not rgb8'})")
+            out.append(np.ascontiguousarray(msg_to_image(msg)))
+        if joints is None:
+            raise RunEnded("no /joint_states with the arm's joints: is the executor running?")
+        t, q, width = joints
+        if now - t > self.max_age:
+            raise RunEnded(f"/joint_states silent for {now - t:.1f} s (limit {self.max_age:.1f} s)")
+        if not np.isfinite(width):
+            raise RunEnded(f"/joint_states carries no {self.width_joint}: the policy needs the opening")
+        return out[0], out[1], q, width
+
+    def _fault_since(self, t0: float) -> str:
+        with self._lock:
+            errors = [e for e in self._errors if e[0] >= t0]
+            grips = list(self._grips)
+        for t, kind, message in errors:
+            if kind == "stopped" and message.startswith(_LAPSE):
+                continue
+            if message.startswith("gripper ") and any(a <= t <= b + 0.5 for a, b in grips):
+                continue  # about our own gripper command, whose failure _grip has taken
+            return f"the executor reported {kind}: {message}"
+        return ""
+
+    # The run -------------------------------------------------------------------------------------
+
+    def _accept(self, _goal: RunPolicy.Goal) -> GoalResponse:
+        if self._busy.locked():
+            self.get_logger().warning("rejecting a goal: a policy is already running")
+            return GoalResponse.REJECT
+        return GoalResponse.ACCEPT
+
+    def _on_goal(self, goal_handle: Any) -> RunPolicy.Result:
+        with self._busy:
+            result = RunPolicy.Result(success=False, steps=0)
+            try:
+                self._run(goal_handle, result)
+            except RunEnded as err:
+                result.message = str(err)
+            except Exception as err:  # noqa: BLE001 - a node answers every goal
+                self.get_logger().error(f"policy run failed: {err!r}")
+                result.message = f"internal error: {type(err).__name__}: {err}"
+            if result.success:
+                goal_handle.succeed()
+            elif goal_handle.is_cancel_requested:
+                goal_handle.canceled()
+            else:
+                self.get_logger().warning(f"policy run ended: {result.message}")
+                goal_handle.abort()
+            return result
+
+    def _feedback(self, goal_handle: Any, step: int, elapsed: float, detail: str) -> None:
+        goal_handle.publish_feedback(RunPolicy.Feedback(step=step, elapsed_s=elapsed, detail=detail))
+
+    def _run(self, goal_handle: Any, result: RunPolicy.Result) -> None:
+        goal = goal_handle.request
+        try:
+            loaded = load_policy(goal.policy, int(goal.seed))
+        except (OSError, KeyError, ValueError) as err:
+            raise RunEnded(f"policy {goal.policy!r}: {err}") from None
+        if not (np.isfinite(goal.max_seconds) and goal.max_seconds >= 0):
+            raise RunEnded(f"max_seconds must be >= 0, got {goal.max_seconds}")
+        seconds = float(goal.max_seconds) or loaded.max_seconds
+        instruction = goal.instruction.strip() or loaded.instruction
+        front, wrist, q, width = self._inputs()
+        stepper = PolicyStepper(loaded, self.limits, q, time.monotonic(), lead_s=self.lead,
+                                speed_fraction=self.speed_fraction, speed_limits=self.speed_limits)
+        bad = stepper.check_images(front, wrist)
+        if bad:
+            raise RunEnded(bad)
+        period = stepper.period
+        self.get_logger().info(
+            f"running {loaded.name} at {loaded.fps} Hz for {seconds:.1f} s: {instruction!r}"
+        )
+        # Runs start with the hand open, as the demonstrations did (a scene reset opens it): the
+        # first close the policy asks for is sent, an "open" before it is not.
+        closed = False
+        with self._lock:
+            self._grips.clear()
+        t0 = time.monotonic()
+        next_t, said, watched_from = t0, t0, t0
+        step = replans = 0
+        while time.monotonic() - t0 < seconds:
+            if goal_handle.is_cancel_requested:
+                raise RunEnded("cancelled")
+            fault = self._fault_since(watched_from)
+            if fault and _PLANNER_FAULT in fault and replans < MAX_REPLANS:
+                # franky's motion planner (Ruckig) now and then fails a small motion that starts
+                # from rest (error -111): the executor has halted the arm and takes a new stream
+                # once the sender has paused; go on from where the arm is.
+                replans += 1
+                self.get_logger().warning(f"step {step}: {fault}; pausing, then streaming again "
+                                          f"({replans} of {MAX_REPLANS})")
+                time.sleep(_REPLAN_PAUSE_S)
+                stepper.resync()
+                watched_from = next_t = time.monotonic()
+                continue
+            if fault:
+                raise RunEnded(f"step {step}: {fault}")
+            front, wrist, q, width = self._inputs()
+            obs = stepper.observation(front, wrist, q, width, instruction)
+            action = stepper.act(obs)
+            now_ns = self.get_clock().now().nanoseconds  # the chunk counts from after the answer
+            try:
+                gated, chunk = stepper.send(action, time.monotonic(), q)
+            except BadAction as err:
+                raise RunEnded(f"step {step}: {err}") from None
+            if gated.closed != closed:
+                # As the scripted skills (and the batch-world rollout) do: the hand moves while
+                # the arm holds, then the policy goes on from where the arm is.
+                closed = gated.closed
+                self._arrive(stepper.target, stepper.arrives_at)
+                self._grip(closed)
+                # The stream lapses meanwhile (the executor's report of that is no fault): the
+                # next chunk starts a new one from where the arm is then.
+                stepper.resync()
+                next_t = time.monotonic()
+            elif chunk is not None:  # None: a hold; the executor holds the last target
+                stamp = Time(sec=now_ns // 1_000_000_000, nanosec=now_ns % 1_000_000_000)
+                self.pub_targets.publish(trajectory_msg(*chunk, stamp, self.robot))
+            step += 1
+            result.steps = step
+            now = time.monotonic()
+            if now - said >= _FEEDBACK_EVERY_S:
+                said = now
+                self._feedback(goal_handle, step, now - t0,
+                               f"gripper {'closed' if closed else 'open'}; {stepper.clipped} clipped, "
+                               f"{stepper.rate_limited} rate-limited")
+            next_t += period
+            delay = next_t - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                next_t = time.monotonic()  # slower than the control rate: the next step at once
+        fault = self._fault_since(watched_from)
+        if fault:
+            raise RunEnded(f"step {step}: {fault}")
+        result.success = True
+        result.message = (
+            f"ran {step} steps in {time.monotonic() - t0:.1f} s; {stepper.clipped} targets clipped to "
+            f"the joint limits, {stepper.rate_limited} rate-limited"
+            + (f"; the driver's planner failed {replans} time(s), the stream restarted" if replans else "")
+        )
+
+    def _arrive(self, target: np.ndarray, due: float) -> None:
+        """Wait until the arm is where it was last sent (the target due at ``due``, within
+        ARRIVED_RAD; at most ARRIVE_TIMEOUT_S past it): the scripted skills close the hand
+        after the approach has ended, and the demonstrations did too."""
+        time.sleep(max(0.0, due - time.monotonic()))
+        end = time.monotonic() + ARRIVE_TIMEOUT_S
+        while time.monotonic() < end:
+            _, _, q, _ = self._inputs()
+            if np.max(np.abs(q - target)) < ARRIVED_RAD:
+                return
+            time.sleep(0.02)
+
+    def _grip(self, closed: bool) -> None:
+        if not self.gripper_client.wait_for_service(timeout_sec=5.0):
+            raise RunEnded("the executor's gripper service is not available")
+        request = (Gripper.Request(command="grasp", width=0.0, force=self.gripper.grasp_force) if closed
+                   else Gripper.Request(command="open", width=self.gripper.max_width, force=0.0))
+        start = time.monotonic()
+        future = self.gripper_client.call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        answered = done.wait(self.gripper_timeout)
+        with self._lock:
+            self._grips.append((start, time.monotonic()))
+        if not answered:
+            future.cancel()
+            raise RunEnded(f"gripper {request.command}: no answer within {self.gripper_timeout:.0f} s")
+        res = future.result()
+        if not res.success:
+            # A grasp that closes on nothing (franky-sim: "Command failed!") is the policy's own
+            # mistake, not a fault of the arm: it goes on, and the task's check judges the outcome.
+            self.get_logger().info(f"gripper {request.command}: {res.message}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_node(PolicyNode, argv, threads=4)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
