@@ -182,15 +182,22 @@ def graph(tmp_path_factory) -> Iterator[dict]:
         yield state
     finally:
         monitor.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        _stop_graph(proc)
 
 
-def _task(sentence: str, seed: int = 0, timeout: float = 300.0, auto_approve: bool = True):
+def _stop_graph(proc: subprocess.Popen) -> None:
+    """Ctrl-C to `afford bringup`, as a user stops it; killed if it is not down in 40 s."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _task(sentence: str, seed: int = 0, timeout: float = 300.0, auto_approve: bool = True, **goal: Any):
+    """One RunTask goal (``goal``: run_task's other fields, e.g. task_id, policy); returns
+    (status, result, the feedback printed)."""
     from afford_ros.graph_cli import run_task
 
     lines: list[str] = []
@@ -202,7 +209,9 @@ def _task(sentence: str, seed: int = 0, timeout: float = 300.0, auto_approve: bo
         def flush(self) -> None:
             pass
 
-    status, result = run_task(sentence, seed=seed, timeout=timeout, out=Out(), auto_approve=auto_approve)
+    status, result = run_task(
+        sentence, seed=seed, timeout=timeout, out=Out(), auto_approve=auto_approve, **goal
+    )
     return status, result, "".join(lines)
 
 

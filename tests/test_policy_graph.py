@@ -12,7 +12,6 @@ arm moves; the operator's stop ends a run.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -26,7 +25,8 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-from test_graph_e2e import Monitor, _at_rest  # noqa: E402 - the sim graph's test helpers
+from test_graph_e2e import Monitor, _at_rest, _stop_graph  # noqa: E402 - the sim graph's test helpers
+from test_graph_e2e import _task as e2e_task  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -87,28 +87,12 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         yield {"proc": proc, "log": log, "monitor": monitor}
     finally:
         monitor.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=40)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        _stop_graph(proc)
 
 
-def _task(policy: str, seed: int = 0, timeout: float = 300.0) -> tuple[Any, str]:
-    from afford_ros.graph_cli import run_task
-
-    lines: list[str] = []
-
-    class Out:
-        def write(self, s: str) -> None:
-            lines.append(s)
-
-        def flush(self) -> None:
-            pass
-
-    _, result = run_task("", seed=seed, task_id=TASK, policy=policy, timeout=timeout, out=Out())
-    return result, "".join(lines)
+def _task(policy: str, seed: int = 0) -> tuple[Any, str]:
+    _, result, feedback = e2e_task("", seed=seed, task_id=TASK, policy=policy)
+    return result, feedback
 
 
 def _log(graph: dict[str, Any]) -> str:
