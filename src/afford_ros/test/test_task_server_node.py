@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import select
 import stat
 import subprocess
 import sys
@@ -245,7 +246,8 @@ import sys, time, rclpy
 from afford_interfaces.srv import Perceive
 rclpy.init()
 node = rclpy.create_node("perception")
-node.create_service(Perceive, "/perception/perceive", lambda req, res: (time.sleep(600), res)[1])
+node.create_service(Perceive, "/perception/perceive",
+                    lambda req, res: (print("GOT", flush=True), time.sleep(600), res)[2])
 print("READY", flush=True)
 rclpy.spin(node)
 """
@@ -279,9 +281,14 @@ def test_a_peer_killed_while_it_works_on_the_trial_ends_it_with_that_reason(
             box["reason"] = str(err)
 
     try:
+        # The stand-in is discovered before the call (whose own wait is 5 s: on a busy machine
+        # discovery took longer, and the trial ended as "perception is not available").
+        assert node.perceive_client.wait_for_service(timeout_sec=60.0)
         thread = threading.Thread(target=call, daemon=True)
         thread.start()
-        time.sleep(1.0)  # the request is with the node
+        stdout = procs[0].stdout
+        assert stdout is not None and select.select([stdout], [], [], 60.0)[0], "the request never arrived"
+        assert stdout.readline().strip() == "GOT"  # the request is with the node
         assert thread.is_alive()
         procs[0].kill()
         if restarted:
