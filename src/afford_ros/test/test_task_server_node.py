@@ -253,10 +253,15 @@ rclpy.spin(node)
 """
 
 
-def _slow_perception() -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", _SLOW_PERCEPTION], stdout=subprocess.PIPE, text=True)
+def _stand_in(script: str) -> subprocess.Popen[str]:
+    """A stand-in node run from ``script``, once it says READY (its services are up)."""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
     return proc
+
+
+def _slow_perception() -> subprocess.Popen[str]:
+    return _stand_in(_SLOW_PERCEPTION)
 
 
 @pytest.mark.parametrize("restarted", [True, False], ids=["restarted", "gone"])
@@ -347,9 +352,7 @@ rclpy.spin(node)
 
 
 def _mute_planner() -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", _MUTE_PLANNER], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
-    return proc
+    return _stand_in(_MUTE_PLANNER)
 
 
 @pytest.mark.parametrize("fate", ["restarted", "gone", "alive"])
@@ -445,9 +448,8 @@ def test_a_request_is_asked_again_when_one_of_its_servers_vanishes(real_task_ser
     node = real_task_server
     node.service_timeout = 120.0
     dead = _slow_perception()
-    live = subprocess.Popen([sys.executable, "-c", _SECOND_ASKING], stdout=subprocess.PIPE, text=True)
+    live = _stand_in(_SECOND_ASKING)
     try:
-        assert live.stdout is not None and live.stdout.readline().strip() == "READY"
         from afford_ros.nodes.task_server import service_servers
 
         end = time.monotonic() + 30
