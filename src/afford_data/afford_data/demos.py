@@ -42,8 +42,8 @@ from afford_core.files import remove_temporaries, write_atomic
 from afford_core.parallel import run_jobs, run_jobs_ray
 from afford_pipeline.execution import WorldExecutor
 
-# The cameras' names live with the cameras (the graph's sim world renders them too).
-from afford_sim.policy_cameras import FRONT, SCENE_CAMERAS, WRIST  # noqa: F401 - re-exported
+# The cameras live in afford_sim: the graph's sim world renders them too.
+from afford_sim.policy_cameras import FRONT, SCENE_CAMERAS, WRIST, policy_cameras
 
 
 @dataclass(frozen=True)
@@ -97,13 +97,6 @@ class DemoConfig:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "image_size": list(self.image_size), "max_attempts": self.attempts}
-
-
-def demo_cameras(width: int, height: int) -> tuple[Any, Any]:
-    """The third-person and wrist cameras (:func:`afford_sim.policy_cameras.policy_cameras`)."""
-    from afford_sim.policy_cameras import policy_cameras
-
-    return policy_cameras(width, height)
 
 
 def _quat_wxyz(rot: np.ndarray) -> np.ndarray:
@@ -170,7 +163,7 @@ def record_episode(config: DemoConfig, seed: int) -> tuple[dict[str, Any], dict[
                             "grasp_source": f"afford pipeline, {config.grounding} grounding"}
     try:
         result = run_task(config.task_id, spine, sentence=sentence,
-                          cameras=demo_cameras(*config.image_size), executor=executor)
+                          cameras=policy_cameras(*config.image_size), executor=executor)
     except Exception as err:  # noqa: BLE001 - a crash is a failed attempt, counted with its reason
         return {**meta, "success": False, "error": f"{type(err).__name__}: {err}"}, None
     meta.update(success=bool(result.success), stages=result.stages, details=result.details,

@@ -168,7 +168,7 @@ def test_the_wrist_camera_rides_on_the_hand() -> None:
     from afford_sim.world import BatchWorld
 
     task = get_task(TASK)
-    front, wrist = demos.demo_cameras(*SIZE)
+    front, wrist = demos.policy_cameras(*SIZE)
     spec = task.scene(0)
     world = BatchWorld(sample_scene(dataclasses.replace(spec, cameras=(*spec.cameras, front, wrist)), 0))
     try:

@@ -4,7 +4,7 @@ A :class:`Policy` sees what a frame of an ``afford generate`` dataset holds (bot
 state, the instruction) and answers with the dataset's ``action``: seven joint position
 setpoints and a gripper command. :func:`run_episode` builds the scene of a task and seed exactly
 as the spine does when it records a demonstration (``afford_pipeline.spine.task_world``, the
-cameras of ``afford_data.demos.demo_cameras``), then, every control period (``1 / fps``
+cameras of ``afford_sim.policy_cameras``), then, every control period (``1 / fps``
 simulated seconds):
 
 1. renders the observation and asks the policy for an action;
@@ -522,7 +522,7 @@ def gate_action(action: Any, limits: Limits, last_target: np.ndarray, period: fl
 
 
 def _observe(world: Any, instruction: str) -> dict[str, Any]:
-    from afford_data.demos import FRONT, SCENE_CAMERAS, WRIST
+    from afford_sim.policy_cameras import FRONT, SCENE_CAMERAS, WRIST
 
     obs: dict[str, Any] = {}
     for key, cam in ((FRONT_KEY, SCENE_CAMERAS[FRONT]), (WRIST_KEY, SCENE_CAMERAS[WRIST])):
@@ -550,8 +550,9 @@ def run_episode(policy: Policy, config: RolloutConfig, seed: int, instruction: s
     import os
 
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from afford_data.demos import demo_cameras, instruction_for
+    from afford_data.demos import instruction_for
     from afford_pipeline.spine import task_world
+    from afford_sim.policy_cameras import policy_cameras
     from afford_sim.tasks import get_task
 
     t0 = time.perf_counter()
@@ -559,7 +560,7 @@ def run_episode(policy: Policy, config: RolloutConfig, seed: int, instruction: s
     text = instruction if instruction is not None else instruction_for(task, seed)
     limits = limits or Limits(config.robot, config.joint_margin)
     record = EpisodeRecord(seed=seed, instruction=text, task_id=config.task_id)
-    world = task_world(config.task_id, seed, config.robot, demo_cameras(*config.image_size))
+    world = task_world(config.task_id, seed, config.robot, policy_cameras(*config.image_size))
     frames: list[np.ndarray] = []
     try:
         task.begin(world)

@@ -47,6 +47,7 @@ from trajectory_msgs.msg import JointTrajectory
 from afford_interfaces.action import RunPolicy
 from afford_interfaces.msg import RobotError
 from afford_interfaces.srv import Gripper
+from afford_planner.skills import SkillError
 from afford_policy.rollout import BadAction, Limits
 from afford_policy.serving import (
     LEAD_S,
@@ -57,6 +58,7 @@ from afford_policy.serving import (
 )
 from afford_ros import contract
 from afford_ros.nodes.convert import image_problem, msg_to_image, trajectory_msg
+from afford_ros.nodes.robot_link import wait_future
 from afford_ros.nodes.spin import run_node
 from afford_ros.qos import qos_profile
 
@@ -359,16 +361,14 @@ class PolicyNode(Node):
         request = (Gripper.Request(command="grasp", width=0.0, force=self.gripper.grasp_force) if closed
                    else Gripper.Request(command="open", width=self.gripper.max_width, force=0.0))
         start = time.monotonic()
-        future = self.gripper_client.call_async(request)
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        answered = done.wait(self.gripper_timeout)
-        with self._lock:
-            self._grips.append((start, time.monotonic()))
-        if not answered:
-            future.cancel()
-            raise RunEnded(f"gripper {request.command}: no answer within {self.gripper_timeout:.0f} s")
-        res = future.result()
+        try:
+            res = wait_future(self.gripper_client.call_async(request), self.gripper_timeout,
+                              f"gripper {request.command}")
+        except SkillError as err:
+            raise RunEnded(str(err)) from None
+        finally:
+            with self._lock:
+                self._grips.append((start, time.monotonic()))
         if not res.success:
             # A grasp that closes on nothing (franky-sim: "Command failed!") is the policy's own
             # mistake, not a fault of the arm: it goes on, and the task's check judges the outcome.

@@ -144,11 +144,11 @@ class SimWorldParams:
         size = (self.policy_camera_width, self.policy_camera_height)
         if (0 in size and size != (0, 0)) or (size != (0, 0) and not all(16 <= v <= 1024 for v in size)):
             raise ValueError(f"policy_camera_width/height must both be 0 (off) or in 16..1024, got {size}")
+        # The rest is validated by FrankyWorldConfig and RenderConfig.
 
     @property
     def policy_cameras(self) -> bool:
         return self.policy_camera_width > 0
-        # The rest is validated by FrankyWorldConfig and RenderConfig.
 
 
 _DESCRIPTIONS = {

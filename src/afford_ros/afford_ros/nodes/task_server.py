@@ -530,11 +530,7 @@ class TaskServerNode(Node):
         n = len(plan.candidates.candidates)
         kind = "push contact" if pushes else "grasp"
         summary = f"{kind} #{plan.selected_index} of {n} on the {seen.intent.grasp_region}"
-        self._approve(goal_handle, summary)
-        if goal_handle.is_cancel_requested:
-            raise TrialAborted("cancelled")
-        self._feedback(goal_handle, "execute", summary)
-        self._moving_since = time.monotonic()
+        self._approve_and_start(goal_handle, summary)
         head_names, head_ok = list(result.stage_names), list(result.stage_success)
         why = self._execute(goal_handle, plan.plan_id, result)
         result.stage_names = head_names + list(result.stage_names)
@@ -555,16 +551,20 @@ class TaskServerNode(Node):
             )
         self._feedback(goal_handle, "plan", f"policy {name}")
         summary = f"policy {name} in closed loop (each action through the executor's limit checks)"
-        self._approve(goal_handle, summary)
-        if goal_handle.is_cancel_requested:
-            raise TrialAborted("cancelled")
-        self._feedback(goal_handle, "execute", summary)
-        self._moving_since = time.monotonic()
+        self._approve_and_start(goal_handle, summary)
         why = self._run_policy(goal_handle, name, sentence)
         result.stage_names, result.stage_success = ["policy"], [not why]
         if why:
             raise TrialAborted(why)
         self._evaluate(goal_handle, result)
+
+    def _approve_and_start(self, goal_handle: Any, summary: str) -> None:
+        """The operator's approval of ``summary``; then the trial may move the arm from now."""
+        self._approve(goal_handle, summary)
+        if goal_handle.is_cancel_requested:
+            raise TrialAborted("cancelled")
+        self._feedback(goal_handle, "execute", summary)
+        self._moving_since = time.monotonic()
 
     def _evaluate(self, goal_handle: Any, result: RunTask.Result) -> None:
         """In simulation, judge the outcome by the simulator's state; then the trial succeeded."""
