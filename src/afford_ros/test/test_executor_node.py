@@ -533,6 +533,16 @@ def test_a_stop_halts_a_stream_until_the_operator_rearms(graph: Graph) -> None:
     ), kinds
     refusals = [m for k, m in kinds if k == "limit" and "stop topic" in m]
     assert len(refusals) == 1, kinds
+    # A new stream after a pause (the next policy run) stays refused, and hears it once too: its
+    # sender watches from its own start and must not stream into silence.
+    time.sleep(1.0)  # > stream_timeout_s
+    n_err = len(graph.errors_since(0))
+    stream_chunks(graph, q_stopped, np.array([0.3, 0, 0, 0, 0, 0, 0]), 6.0, seconds=1.0)
+    assert np.max(np.abs(graph.q() - q_stopped)) < 0.005
+    again = [(e.kind, e.message) for e in graph.wait_errors(n_err, 1, timeout=5.0)]
+    assert [k for k, m in again if "stop topic" in m] == ["limit"], again
+    time.sleep(0.5)
+    assert len(graph.errors_since(n_err)) == 1, [(e.kind, e.message) for e in graph.errors_since(n_err)]
 
     # Re-armed by the operator, a new stream is taken: hold chunks at the arm's position, and
     # the stream then ends as streams do.

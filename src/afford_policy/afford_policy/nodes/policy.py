@@ -13,11 +13,12 @@ rate):
 2. asks the policy for an action and gates it (:class:`afford_policy.serving.PolicyStepper`:
    8 finite values or the run ends with the arm unmoved; clipped to the joint limits less the
    margin, rate-limited to the velocity limits);
-3. sends the joint target as a one-point chunk due one period ahead on
-   ``/executor/joint_targets`` (stamped: the executor drops what is already due), or, when the
-   gripper command changes, calls ``/executor/gripper`` and waits for it, as the scripted skills
-   and the batch-world rollout do (the stream lapses meanwhile; the next chunk starts a new one
-   from where the arm is).
+3. sends the joint target on ``/executor/joint_targets`` as a two-point chunk, from where the
+   previous one sends the arm ``lead_s`` ahead to the target one period later (stamped: the
+   executor drops what is already due), or, when the gripper command changes, waits for the arm
+   to reach its last target, calls ``/executor/gripper``, waits for it and for the arm to come
+   to rest, as the scripted skills and the batch-world rollout do (the stream lapses meanwhile;
+   the next chunk starts a new one from where the arm is).
 
 The executor checks every chunk against the joint, velocity and workspace limits, halts on
 ``/afford/stop``, and holds the arm when chunks stop coming. Any fault or refusal it reports on
@@ -76,6 +77,13 @@ _REPLAN_PAUSE_S = 0.7
 ARRIVED_RAD = 0.01
 #: ... or this long (s) past the time it was due.
 ARRIVE_TIMEOUT_S = 1.0
+#: After a gripper command the arm counts as settled once no joint moved more than this (rad)
+#: in SETTLE_WINDOW_S ... (an arm held in contact springs to its target when the hand lets go,
+#: and a chunk started from where it was read then is refused as a jump from where it is)
+SETTLED_RAD = 1e-3
+SETTLE_WINDOW_S = 0.1
+#: ... waiting at most this long (s); an arm still moving then meets the executor's start check.
+SETTLE_TIMEOUT_S = 1.5
 #: Feedback at most this often (s).
 _FEEDBACK_EVERY_S = 1.0
 
@@ -312,6 +320,7 @@ class PolicyNode(Node):
                 closed = gated.closed
                 self._arrive(stepper.target, stepper.arrives_at)
                 self._grip(closed)
+                self._settle()
                 # The stream lapses meanwhile (the executor's report of that is no fault): the
                 # next chunk starts a new one from where the arm is then.
                 stepper.resync()
@@ -354,6 +363,20 @@ class PolicyNode(Node):
             if np.max(np.abs(q - target)) < ARRIVED_RAD:
                 return
             time.sleep(0.02)
+
+    def _settle(self) -> None:
+        """Wait until the arm is still (:data:`SETTLED_RAD` over :data:`SETTLE_WINDOW_S`; at
+        most :data:`SETTLE_TIMEOUT_S`)."""
+        end = time.monotonic() + SETTLE_TIMEOUT_S
+        _, _, before, _ = self._inputs()
+        while time.monotonic() < end:
+            time.sleep(SETTLE_WINDOW_S)
+            _, _, q, _ = self._inputs()
+            if np.max(np.abs(q - before)) < SETTLED_RAD:
+                return
+            before = q
+        self.get_logger().warning(
+            f"the arm is still moving {SETTLE_TIMEOUT_S:.1f} s after the gripper command")
 
     def _grip(self, closed: bool) -> None:
         if not self.gripper_client.wait_for_service(timeout_sec=5.0):

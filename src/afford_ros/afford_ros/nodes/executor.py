@@ -439,8 +439,14 @@ class ExecutorNode(Node):
             self._last_arrival = time.monotonic()
             # A pause is a gap in the sender's own stamps: chunks that queued up here while this
             # node was busy are no pause.
-            if self._stream_block and sent - self._last_chunk > self._stream_timeout:
+            new_stream = sent - self._last_chunk > self._stream_timeout
+            if self._stream_block and new_stream:
                 self._stream_block = ""
+            if new_stream:
+                # A new sender (a new policy run after a stop) hears the refusal too: its watch
+                # starts with its stream, and a refusal said only to the one before would leave
+                # it streaming into silence.
+                self._block_said = False
             self._last_chunk = max(self._last_chunk, sent)
             blocked = (
                 "the stop topic halted streaming; call /executor/recover to stream again"
@@ -460,7 +466,7 @@ class ExecutorNode(Node):
             running = self._stream
             stops = self._stops
         if blocked:
-            if say:  # once per halted stream, not once per chunk
+            if say:  # once per stream (chunks after a pause), not once per chunk
                 self._report("limit", f"joint targets refused: {blocked}")
             return
         if refused:
