@@ -70,6 +70,7 @@ Decisions worth knowing (each is a rule, not a per-task special case):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -82,7 +83,7 @@ from afford_core.types import Intent, NextAction
 from afford_perception import lexicon as lx
 from afford_perception import text_embedding
 
-__all__ = ["ParseErrorKind", "ParserConfig", "TaskParseError", "parse"]
+__all__ = ["ParseErrorKind", "ParserConfig", "TaskParseError", "parse", "parse_steps"]
 
 
 @dataclass(frozen=True)
@@ -870,7 +871,8 @@ class _Parser:
             first = actions[0]
             if first.sense.action is not NextAction.PICK or first.dest:
                 raise self.fail(ParseErrorKind.UNSUPPORTED,
-                                f"'{first.words}' and '{main.words}' are two tasks: give one per sentence")
+                                f"'{first.words}' and '{main.words}' are two tasks: give one per sentence, "
+                                "or one after the other (', then ...')")
         sense = main.sense
         action = sense.action
         # After a pick verb, "on the plate" says where the object is, "onto the plate" where it goes.
@@ -1238,3 +1240,49 @@ def parse(
             f"a task sentence is at most {MAX_TEXT_CHARS} characters, this one has {len(text)}: "
             "say one task in one sentence", ParseErrorKind.TOO_LONG, text[:80])
     return _Parser(text, _scope(known_objects), config or ParserConfig()).run()
+
+
+#: Where a sentence that asks for several tasks in turn is cut: ", then", "and then", "; ",
+#: "after that" (a composite task: "put the banana on the plate, then put the cube in the mug").
+_STEP_BREAK = re.compile(r"\s*(?:[,;]\s*|\s)(?:and\s+)?(?:then|after\s+that|afterwards)\b[,\s]*"
+                         r"|\s*;\s*", re.IGNORECASE)
+_FIRST = re.compile(r"^\s*(?:first(?:ly)?|to\s+start)\b[,\s]*", re.IGNORECASE)
+
+
+def parse_steps(
+    text: str, known_objects: Sequence[str] | None = None, config: ParserConfig | None = None
+) -> list[Intent]:
+    """Parse a sentence that asks for one task, or for several in turn, into their intents.
+
+    One task is :func:`parse`'s reading (one intent; "pick up the kettle by its handle and then
+    pour into the bowl" is one task: a grasp and its next action). Only a sentence
+    :func:`parse` refuses is cut at its sequence words (", then", "and then", "after that",
+    ";"; a leading "first" is dropped) and each piece parsed alone. When the first piece is a
+    task of its own the sentence is a sequence, and every later piece must be one too ("then
+    put it in the mug": "it" names nothing, refused with the piece); otherwise the whole
+    sentence's refusal stands.
+
+    Raises:
+        TaskParseError: as :func:`parse`; for a sequence, the first piece that does not parse
+            (its message names the piece), or the whole sentence's error when it has no
+            sequence words.
+    """
+    try:
+        return [parse(text, known_objects, config)]
+    except TaskParseError as err:
+        if err.kind in (ParseErrorKind.EMPTY, ParseErrorKind.TOO_LONG):
+            raise
+        pieces = [p.strip(" ,.;") for p in _STEP_BREAK.split(_FIRST.sub("", text))]
+        pieces = [p for p in pieces if p]
+        if len(pieces) < 2:
+            raise
+        intents = []
+        for k, piece in enumerate(pieces, 1):
+            try:
+                intents.append(parse(piece, known_objects, config))
+            except TaskParseError as step_err:
+                if k == 1:  # not a sequence of tasks: the sentence's own refusal says why
+                    raise err from None
+                raise TaskParseError(f"step {k} of {len(pieces)} ('{piece}'): {step_err}", step_err.kind,
+                                     text) from None
+        return intents

@@ -439,3 +439,47 @@ def test_embed_returns_unit_rows(minilm: float) -> None:
     assert float(vectors[0] @ vectors[1]) > float(vectors[0] @ vectors[3]) + 0.2
     assert text_embedding.load_seconds() is not None and minilm < 60.0
 
+
+
+# ------------------------------------------------------------------ several tasks in turn
+
+def _steps(text: str) -> list[tuple[str, str, str | None]]:
+    from afford_perception.parser import parse_steps
+
+    return [(i.target, i.next_action.value, i.destination)
+            for i in parse_steps(text, config=NO_EMBEDDINGS)]
+
+
+@pytest.mark.parametrize("text", [
+    "put the banana on the plate, then put the cube in the mug",
+    "first place the banana on the plate and then place the cube in the mug",
+    "put the banana on the plate; put the cube in the mug",
+    "Put the banana on the plate. Then put the cube in the mug.",
+    "put the banana on the plate and after that put the cube in the mug",
+])
+def test_a_sequence_is_cut_into_its_tasks(text: str) -> None:
+    assert _steps(text) == [("banana", "place", "plate"), ("cube", "place", "mug")]
+
+
+def test_a_grasp_and_its_next_action_stay_one_task() -> None:
+    """'then' inside one task (a pick, then what the held object is for) is not a sequence."""
+    assert _steps("pick up the kettle by its handle and then pour into the bowl") == [
+        ("kettle", "pour", "bowl")]
+    assert _steps("hang the mug on the rack") == [("mug", "hang", "rack")]
+
+
+@pytest.mark.parametrize(("text", "kind", "fragment"), [
+    # A pronoun names nothing in a piece of its own: refused with the piece, never guessed.
+    ("put the banana on the plate, then put it in the mug", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
+    ("put the banana on the plate, then juggle the cube", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),
+    # No sequence word: the whole sentence's refusal stands.
+    ("open the drawer and put the cube in it", ParseErrorKind.UNSUPPORTED, "two tasks"),
+])
+def test_a_sequence_with_a_bad_step_is_refused(text: str, kind: ParseErrorKind, fragment: str) -> None:
+    from afford_perception.parser import parse_steps
+
+    with pytest.raises(TaskParseError) as err:
+        parse_steps(text, config=NO_EMBEDDINGS)
+    assert err.value.kind is kind and fragment in str(err.value), str(err.value)
+    with pytest.raises(TaskParseError):  # parse itself still takes one task
+        parse(text, config=NO_EMBEDDINGS)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from afford_pipeline.episode import Choice, Episode
     from afford_pipeline.execution import WorldExecutor
     from afford_sim.scene import CameraSpec
+    from afford_sim.tasks import CompositeTask, Task
     from afford_sim.world import BatchWorld
 
 Progress = Callable[[str], None] | None
@@ -110,6 +111,7 @@ class SpineResult:
     details: dict[str, Any] = field(default_factory=dict)
     candidate_set: str | None = None
     sim_seconds: float = 0.0
+    steps: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -128,6 +130,7 @@ class SpineResult:
             "checks": self.details,
             "candidate_set": self.candidate_set,
             "sim_seconds": round(self.sim_seconds, 3),
+            "steps": self.steps,
             "config": self.config,
         }
 
@@ -153,6 +156,13 @@ class SpineResult:
                     ", ".join(f"{k} {v:.2f}" for k, v in t.items()),
                 )
             )
+        if len(self.steps) > 1 or (self.abstained and self.selected is not None):
+            for k, step in enumerate(self.steps, 1):
+                chose = "none" if step["selected"] is None else f"#{step['selected']}"
+                lines.append(f"  step {k} {step['task_id']}: {step['candidates']} candidates, "
+                             f"{step['eligible']} pass the gate, chose {chose}")
+            if self.abstained:
+                lines.append(f"abstained: {self.abstained}")
         for name, ok in self.stages.items():
             lines.append(f"  stage {name:<10} {'ok' if ok else 'FAILED'}")
         lines.append("timings (ms): " + ", ".join(f"{k} {v:.0f}" for k, v in self.timings_ms.items()))
@@ -187,6 +197,24 @@ def _finish(result: SpineResult, timer: _Timer, t_start: float, abstained: str |
     return result
 
 
+def _fail_rest(result: SpineResult, steps: Sequence[Task], k: int, current: bool) -> None:
+    """Mark as not done the stages a composite never reached: step ``k``'s own (``current``:
+    it ended before executing) and every later step's. A single task has none to mark."""
+    if len(steps) < 2:
+        return
+    for j in range(k if current else k + 1, len(steps)):
+        for name in _stage_names(steps[j]):
+            result.stages.setdefault(f"{j + 1}.{name}", False)
+    result.stages.setdefault("kept", False)
+
+
+def _stage_names(task: Task) -> list[str]:
+    """The stages of ``task``'s skill that run (before a grasp exists, by name)."""
+    from afford_planner.skills import SKILLS
+
+    return list(SKILLS.get(task.skill).stage_names)
+
+
 def task_world(task_id: str, seed: int, robot: str = DEFAULT_ROBOT,
                cameras: Sequence[CameraSpec] = ()) -> BatchWorld:
     """The batch world of task ``task_id``'s scene for ``seed`` on ``robot``, with ``cameras``
@@ -209,10 +237,10 @@ def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Pro
         afford_perception.parser.TaskParseError: the sentence cannot be understood.
         ValueError: no task covers the intent, or the scene cannot be built.
     """
-    from afford_perception.parser import parse
-    from afford_sim.tasks import find_task
+    from afford_perception.parser import parse_steps
+    from afford_sim.tasks import find_steps
 
-    return run_task(find_task(parse(sentence)), config, progress, sentence=sentence)
+    return run_task(find_steps(parse_steps(sentence)), config, progress, sentence=sentence)
 
 
 def run_task(
@@ -246,12 +274,12 @@ def run_task(
         ValueError: the sentence asks for another task, or the scene cannot be built.
     """
     from afford_perception.grounding import make_source
-    from afford_perception.parser import parse
+    from afford_perception.parser import parse_steps
     from afford_pipeline.episode import Episode
     from afford_pipeline.execution import WorldExecutor
     from afford_planner.selection import candidate_set_hash
     from afford_planner.skills import stage_iter
-    from afford_sim.tasks import find_task, get_task
+    from afford_sim.tasks import CompositeTask, find_steps, get_task
 
     cfg = config or SpineConfig()
     timer = _Timer()
@@ -266,102 +294,128 @@ def run_task(
     t_start = time.perf_counter()
 
     with timer("parse"):
-        intent = parse(sentence)
-    result.intent = intent.as_dict()
-    asked = find_task(intent)
+        intents = parse_steps(sentence)
+    composite = isinstance(task, CompositeTask)
+    asked = find_steps(intents)
     if asked != task_id:
         raise ValueError(f"the sentence {sentence!r} asks for task {asked}, not {task_id}")
+    result.intent = intents[0].as_dict()
     source = make_source(cfg.grounding)
-    _say(
-        progress,
-        f"[parse] {intent.target}: grasp {intent.grasp_region}, then {intent.next_action.value}"
-        + (f" -> {intent.destination}/{intent.destination_region}" if intent.destination else ""),
-    )
 
     with timer("scene"):  # the simulator's set-up; a real robot has its world already
         world = task_world(task_id, cfg.seed, cfg.robot, cameras)
     result.randomization = task.drawn(world.placed)
     try:
-        ep = Episode(
-            intent, task, world, source, seed=cfg.seed, skill_config=cfg.skill, samplers=cfg.samplers
-        )
-        with timer("perceive"):
-            ep.perceive()
-        assert ep.cloud is not None
-        _say(progress, f"[perceive] {len(ep.cloud)} target points, {len(ep.obstacles)} obstacle points")
-
-        with timer("ground"):
-            ep.ground()
-        _say(
-            progress, f"[ground] {cfg.grounding}: " + ", ".join(f"{len(v)} {k}" for k, v in ep.parts.items())
-        )
-        # A chooser brings its own candidates (a model-free detector needs no grounded region).
-        if chooser is None and len(ep.region) < 5:
-            return _finish(
-                result,
-                timer,
-                t_start,
-                f"grounding found no {intent.target} {intent.grasp_region} in the view",
-            )
-
-        if chooser is None:  # the spine's own choice, timed step by step (bench/bench_spine.py)
-            with timer("sample"):
-                ep.propose()
-            with timer("select"):
-                l3 = ep.score(cfg.terms, cfg.selection)
-            with timer("plan"):
-                choice = ep.choose(cfg.terms, cfg.selection, cfg.plan_top_k, plan_all=cfg.plan_all, l3=l3)
-        else:
-            with timer("choose"):
-                choice = chooser(ep, cfg)
-        cands = ep.candidates
-        result.candidates = len(cands)
-        result.candidate_set = candidate_set_hash(
-            cands, {"task": sentence, "seed": cfg.seed, "grounding": cfg.grounding}
-        )
-        result.eligible = choice.eligible
-        _say(progress, f"[select] {len(cands)} candidates, {result.eligible} pass the gate")
-        grasp = choice.grasp
-        if grasp is None:
-            return _finish(result, timer, t_start, choice.reason)
-        result.selected = grasp.as_dict()
-        _say(
-            progress,
-            f"[plan] {choice.planned}/{choice.considered} planned; "
-            f"chose #{grasp.index} (score {grasp.score:.3f})",
-        )
-        if not cfg.execute:
-            return _finish(result, timer, t_start)
-
-        # Execute the skill stage by stage; check each stage against the simulator's truth.
         frames: list[np.ndarray] | None = [] if cfg.video_path else None
-        runner = (WorldExecutor(world, frames, cfg.video_fps, camera="video") if executor is None
-                  else executor(world))
-        stages = ep.stages(grasp, runner)
-        task.begin(world)
+        runner: WorldExecutor | None = None
+        steps = cast("CompositeTask", task).subtasks() if composite else [task]
+        judged: list[tuple[Task, str]] = []
         sim_t0 = world.time
-        with timer("execute"):
-            runner.frame()
-            for report in stage_iter(stages):
-                if not report.executed:
-                    result.stages[report.name] = False
-                    result.details[report.name] = report.reason
-                    _say(progress, f"[execute] {report.name}: could not run ({report.reason})")
-                    break
-                check = task.check(report.name, world)
-                result.stages[report.name] = True if check is None else check.ok
-                if check is not None:
-                    result.details[report.name] = check.detail
-                _say(
-                    progress,
-                    f"[execute] {report.name}: {'ok' if result.stages[report.name] else 'FAILED'}"
-                    + (f" ({check.detail})" if check is not None else ""),
-                )
-                if not result.stages[report.name]:
-                    break
-        for name, _ in stages:
-            result.stages.setdefault(name, False)
-        result.success = all(result.stages.values())
+        for k, (intent, step_task) in enumerate(zip(intents, steps, strict=True)):
+            prefix = f"{k + 1}." if composite else ""
+            if composite:
+                _say(progress, f"[step {k + 1}/{len(steps)}] {step_task.task_id}: {intent.text}")
+            _say(
+                progress,
+                f"[parse] {intent.target}: grasp {intent.grasp_region}, then {intent.next_action.value}"
+                + (f" -> {intent.destination}/{intent.destination_region}" if intent.destination else ""),
+            )
+            ep = Episode(intent, step_task, world, source, seed=cfg.seed + k, skill_config=cfg.skill,
+                         samplers=cfg.samplers)
+            with timer("perceive"):
+                ep.perceive()
+            assert ep.cloud is not None
+            _say(progress, f"[perceive] {len(ep.cloud)} target points, {len(ep.obstacles)} obstacle points")
+
+            with timer("ground"):
+                ep.ground()
+            _say(progress,
+                 f"[ground] {cfg.grounding}: " + ", ".join(f"{len(v)} {k}" for k, v in ep.parts.items()))
+            # A chooser brings its own candidates (a model-free detector needs no grounded region).
+            if chooser is None and len(ep.region) < 5:
+                _fail_rest(result, steps, k, current=True)
+                return _finish(result, timer, t_start,
+                               f"{prefix and f'step {k + 1}: '}grounding found no {intent.target} "
+                               f"{intent.grasp_region} in the view")
+
+            if chooser is None:  # the spine's own choice, timed step by step (bench/bench_spine.py)
+                with timer("sample"):
+                    ep.propose()
+                with timer("select"):
+                    l3 = ep.score(cfg.terms, cfg.selection)
+                with timer("plan"):
+                    choice = ep.choose(cfg.terms, cfg.selection, cfg.plan_top_k, plan_all=cfg.plan_all, l3=l3)
+            else:
+                with timer("choose"):
+                    choice = chooser(ep, cfg)
+            cands = ep.candidates
+            result.candidates = len(cands)
+            result.candidate_set = candidate_set_hash(
+                cands, {"task": intent.text if composite else sentence, "seed": cfg.seed + k,
+                        "grounding": cfg.grounding}
+            )
+            result.eligible = choice.eligible
+            _say(progress, f"[select] {len(cands)} candidates, {result.eligible} pass the gate")
+            grasp = choice.grasp
+            step_record: dict[str, Any] = {"task_id": step_task.task_id, "sentence": intent.text,
+                                           "candidates": len(cands), "eligible": choice.eligible,
+                                           "selected": None if grasp is None else grasp.index}
+            result.steps.append(step_record)
+            if grasp is None:
+                _fail_rest(result, steps, k, current=True)
+                return _finish(result, timer, t_start,
+                               f"{prefix and f'step {k + 1}: '}{choice.reason}")
+            result.selected = grasp.as_dict()
+            _say(
+                progress,
+                f"[plan] {choice.planned}/{choice.considered} planned; "
+                f"chose #{grasp.index} (score {grasp.score:.3f})",
+            )
+            if not cfg.execute:
+                return _finish(result, timer, t_start)
+
+            # Execute the skill stage by stage; check each stage against the simulator's truth.
+            if runner is None:
+                runner = (WorldExecutor(world, frames, cfg.video_fps, camera="video") if executor is None
+                          else executor(world))
+            stages = ep.stages(grasp, runner)
+            step_task.begin(world)
+            last_checked = ""
+            with timer("execute"):
+                runner.frame()
+                for report in stage_iter(stages):
+                    name = prefix + report.name
+                    if not report.executed:
+                        result.stages[name] = False
+                        result.details[name] = report.reason
+                        _say(progress, f"[execute] {name}: could not run ({report.reason})")
+                        break
+                    check = step_task.check(report.name, world)
+                    result.stages[name] = True if check is None else check.ok
+                    if check is not None:
+                        result.details[name] = check.detail
+                        last_checked = report.name
+                    _say(
+                        progress,
+                        f"[execute] {name}: {'ok' if result.stages[name] else 'FAILED'}"
+                        + (f" ({check.detail})" if check is not None else ""),
+                    )
+                    if not result.stages[name]:
+                        break
+            for name, _ in stages:
+                result.stages.setdefault(prefix + name, False)
+            if not all(result.stages.values()):
+                _fail_rest(result, steps, k, current=False)
+                break
+            if last_checked:
+                judged.append((step_task, last_checked))
+        else:
+            if composite:
+                kept = CompositeTask.check_kept(world, judged[:-1])
+                result.stages["kept"] = kept.ok
+                result.details["kept"] = kept.detail
+                _say(progress, f"[execute] kept: {'ok' if kept.ok else 'FAILED'} ({kept.detail})")
+        result.success = bool(result.stages) and all(result.stages.values())
         result.sim_seconds = world.time - sim_t0
         if frames:
             import imageio.v2 as imageio

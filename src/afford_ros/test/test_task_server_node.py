@@ -474,3 +474,12 @@ def test_a_request_is_asked_again_when_one_of_its_servers_vanishes(real_task_ser
         for p in (dead, live):
             p.kill()
             p.wait(timeout=10)
+
+
+def test_the_graph_refuses_a_composite_with_what_to_do() -> None:
+    from afford_ros.nodes.task_server import TrialAborted, resolve_task
+
+    for sentence, task_id in (("", "place-banana-plate-then-cube-mug-v1"),
+                              ("put the banana on the plate, then put the cube in the mug", "")):
+        with pytest.raises(TrialAborted, match="send them as goals one after the other"):
+            resolve_task(sentence, task_id, need_task=True)

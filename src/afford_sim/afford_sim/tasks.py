@@ -16,6 +16,7 @@ sentence and call :func:`find_task` with the parsed intent.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
@@ -638,6 +639,82 @@ class PushTask(Task):
                          f"tilted {tilt:.0f} deg, touching the fingers: {held}")
 
 
+class CompositeTask(Task):
+    """Several tasks in one scene, one after the other (AffordSim's long-horizon composites).
+
+    Each step is a registered single-step task (:attr:`steps`) run on the composite's scene:
+    perceived, grounded, grasped, executed and checked exactly as when it runs alone, the next
+    step starting from where the last one left the world. The stages are the steps' own,
+    numbered (``1.grasp`` ... ``2.place``), and a failed stage ends the whole task, as in the
+    seed ("a single mid-sequence failure ... terminates the entire task"). After the last step
+    the ``kept`` stage judges every earlier step's result again (its last judged stage's check):
+    a later step that knocked an earlier object off its receiver fails the task.
+    A family subclasses this with a scene that holds every step's objects.
+    """
+
+    skill = "composite"
+    steps: ClassVar[tuple[str, ...]] = ()
+    """The single-step task ids, in order."""
+
+    def subtasks(self) -> list[Task]:
+        """A fresh instance of every step's task (each records its own start in :meth:`begin`)."""
+        return [get_task(t) for t in self.steps]
+
+    def begin(self, world: BatchWorld) -> None:
+        # Each step's task records its own start when its step begins (the spine calls it).
+        pass
+
+    def check(self, stage: str, world: BatchWorld) -> Check | None:
+        return None  # the steps' tasks judge their own stages; "kept" has its own method
+
+    @staticmethod
+    def check_kept(world: BatchWorld, results: Sequence[tuple[Task, str]]) -> Check:
+        """Every earlier step's result still holds: ``results`` are (step task, the last stage
+        it judged) of the steps before the last."""
+        failed = []
+        for k, (task, stage) in enumerate(results, 1):
+            check = task.check(stage, world)
+            if check is not None and not check.ok:
+                failed.append(f"step {k} ({task.task_id}) {stage}: {check.detail}")
+        return Check(not failed, "; ".join(failed) or f"the {len(results)} earlier step(s) still hold")
+
+
+#: Rows of a composite's scene on the robot's right, one per step, nearest first: each step's
+#: object in its own window (12 x 12 cm, +-30 deg yaw), its receiver to its left as when the
+#: step runs alone. Two rows fit the FR3's comfortable reach (40-70 cm ahead).
+_ROWS = (Window(center=(0.42, -0.14), size=(0.12, 0.12), yaw=(-math.pi / 6, math.pi / 6)),
+         Window(center=(0.64, -0.14), size=(0.12, 0.12), yaw=(-math.pi / 6, math.pi / 6)))
+
+
+class PlaceSequenceTask(CompositeTask):
+    """Pick and place two objects in turn, each onto its own receiver (AffordSim's
+    composite_2pickplaces).
+
+    Example: "put the banana on the plate, then put the cube in the mug".
+    Randomized: every object's shape as in its step's task alone (a receiver that contains is
+    redrawn with its object until the object fits its mouth); the first step's object in a
+    12 x 12 cm window 42 cm ahead on the robot's right, the second's 22 cm further out, both with
+    +-30 deg yaw; each receiver to the left of its object as in the step's own task (8 cm
+    +-2 cm between their footprints, any yaw); the scene's objects never overlap (rejection
+    sampling).
+    Success: each step's stages as its task judges them alone (grasp, lift, place: on or in its
+    receiver, not on the table, not touching the fingers), in order, a failed stage ending the
+    task; then ``kept``: the first object still on its receiver after the second step.
+    """
+
+    def scene(self, seed: int) -> SceneSpec:
+        if len(self.steps) > len(_ROWS):
+            raise ValueError(f"{self.task_id}: at most {len(_ROWS)} steps fit the table's rows")
+        objects: list[ObjectSpec] = []
+        for step_seed, row, task in zip(_seeds(seed, len(self.steps)), _ROWS, self.subtasks(), strict=False):
+            first, *rest = task.scene(step_seed).objects
+            objects += [dataclasses.replace(first, placement=row), *rest]
+        names = [o.name for o in objects]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.task_id}: its steps' objects share a name ({names})")
+        return _scene(*objects)
+
+
 def pour_part(target: str) -> str:
     """The part a container pours from: the first of its parts that affords ``pour_out``."""
     parts = category(target).parts_with("pour_out")
@@ -714,6 +791,33 @@ def register_task(
     return cls
 
 
+def register_composite(
+    family: type[CompositeTask],
+    task_id: str,
+    *,
+    steps: Sequence[str],
+    tier: Tier,
+    instructions: Sequence[str],
+    robots: Sequence[str] = ("fr3",),
+) -> type[Task]:
+    """Register a composite of the registered single-step tasks ``steps`` as ``task_id``.
+
+    Raises:
+        ValueError: fewer than two steps, a step that is unknown or itself composite, and
+            whatever :func:`register_task` refuses.
+    """
+    if len(steps) < 2:
+        raise ValueError(f"{task_id}: a composite has at least two steps, got {list(steps)}")
+    for step in steps:
+        if issubclass(TASKS.get(step), CompositeTask):  # KeyError lists the known ids
+            raise ValueError(f"{task_id}: step {step} is itself a composite")
+    first, last = TASKS.get(steps[0]), TASKS.get(steps[-1])
+    cls = register_task(family, task_id, target=first.target, destination=last.destination, tier=tier,
+                        instructions=instructions, robots=robots)
+    cls.steps = tuple(steps)  # type: ignore[attr-defined]
+    return cls
+
+
 def get_task(task_id: str) -> Task:
     """A new instance of the task ``task_id`` (KeyError lists the known ids)."""
     return TASKS.get(task_id)()
@@ -742,6 +846,8 @@ def find_task(intent: Intent) -> str:
     targets: dict[str, set[str]] = {}
     dests: dict[str, set[str]] = {}
     for _, cls in _in_order():
+        if issubclass(cls, CompositeTask):
+            continue
         targets.setdefault(cls.skill, set()).add(cls.target)
         if cls.destination:
             dests.setdefault(cls.skill, set()).add(cls.destination)
@@ -755,6 +861,24 @@ def find_task(intent: Intent) -> str:
         + (f" -> {intent.destination}" if intent.destination else "")
         + f" (supported: {supported})"
     )
+
+
+def find_steps(intents: Sequence[Intent]) -> str:
+    """The id of the task a sentence's intents ask for: one intent's task (:func:`find_task`),
+    or the composite whose steps are the tasks of several intents, in that order.
+
+    Raises:
+        ValueError: no task runs them; for several, the message lists the composites.
+    """
+    if len(intents) == 1:
+        return find_task(intents[0])
+    wanted = tuple(find_task(i) for i in intents)
+    for name, cls in _in_order():
+        if issubclass(cls, CompositeTask) and cls.steps == wanted:
+            return name
+    known = "; ".join(f"{name} ({' then '.join(cls.steps)})" for name, cls in _in_order()
+                      if issubclass(cls, CompositeTask))
+    raise ValueError(f"no composite task runs {' then '.join(wanted)} (composites: {known or 'none'})")
 
 
 def task_for(intent: Intent) -> Task:
@@ -870,3 +994,12 @@ for _t, _d, _p in (("bell_pepper", "pan", "in"), ("kettle", "kettle_base", "on")
          tier="medium", shapes=_LOW_SHELF if _d == "shelf" else _FIT.get((_t, _d)),
          instructions=(f"put the {_say(_t)} {_p} the {_say(_d)}", f"place the {_say(_t)} {_p} the {_say(_d)}",
                        f"move the {_say(_t)} {_ONTO[_p]} the {_say(_d)}"))
+
+# Composites (AffordSim's long-horizon tier): steps that run alone above, chained in one scene.
+_add_composite = functools.partial(register_composite, robots=("fr3",))
+_ORDER["place-banana-plate-then-cube-mug-v1"] = len(_ORDER)
+_add_composite(PlaceSequenceTask, "place-banana-plate-then-cube-mug-v1",
+               steps=("place-banana-plate-v1", "place-cube-mug-v2"), tier="hard",
+               instructions=("put the banana on the plate, then put the cube in the mug",
+                             "first place the banana on the plate and then place the cube in the mug",
+                             "move the banana onto the plate; then move the cube into the mug"))

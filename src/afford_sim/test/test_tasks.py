@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from afford_perception.parser import parse
+from afford_perception.parser import parse, parse_steps
 from afford_sim.scene import sample_scene
-from afford_sim.tasks import TASKS, TIERS, PickTask, find_task, get_task, register_task, task_ids
+from afford_sim.tasks import TASKS, TIERS, PickTask, find_steps, find_task, get_task, register_task, task_ids
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ def test_every_instruction_asks_for_its_task(task_id: str) -> None:
     cls = TASKS.get(task_id)
     assert len(cls.instructions) >= 2
     for sentence in cls.instructions:
-        assert find_task(parse(sentence)) == task_id, sentence
+        assert find_steps(parse_steps(sentence)) == task_id, sentence
 
 
 def test_every_task_documents_itself_and_declares_what_it_needs() -> None:

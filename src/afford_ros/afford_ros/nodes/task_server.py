@@ -44,11 +44,11 @@ from std_srvs.srv import Trigger
 
 from afford_interfaces.action import ExecuteSkill, RunPolicy, RunTask
 from afford_interfaces.srv import ApproveTrial, Perceive, PlanGrasp, ResetScene
-from afford_perception.parser import parse
+from afford_perception.parser import parse_steps
 from afford_ros import contract, operator_token
 from afford_ros.nodes.spin import run_node
 from afford_ros.qos import qos_profile
-from afford_sim.tasks import TASKS, find_task, get_task
+from afford_sim.tasks import TASKS, CompositeTask, find_task, get_task
 
 MODES = ("sim", "real")
 #: libfranka drops a connection after this much silence (s): a simulator stall this long loses
@@ -583,7 +583,9 @@ def resolve_task(sentence: str, task_id: str, need_task: bool) -> tuple[str, str
 
     The sentence is parsed and its task found (:func:`afford_sim.tasks.find_task`); a given task
     id must be the one the sentence asks for. Without a sentence the task's own instruction is
-    used. In simulation the task must exist (its scene is built); on the real robot a sentence
+    used. A composite task (several tasks in turn) is refused: a trial runs one, and the
+    operator sends the steps as goals in turn. In simulation the task must exist (its scene is
+    built); on the real robot a sentence
     that no registered task covers still runs (the skill follows from the sentence), with an
     empty task id.
 
@@ -596,10 +598,17 @@ def resolve_task(sentence: str, task_id: str, need_task: bool) -> tuple[str, str
         raise TrialAborted("empty goal: give a task sentence or a task id")
     if task_id and task_id not in TASKS:
         raise TrialAborted(f"unknown task id {task_id!r}; `afford tasks` lists them")
+    if task_id and issubclass(TASKS.get(task_id), CompositeTask):
+        raise TrialAborted(_one_step_at_a_time(TASKS.get(task_id).steps))
     if not sentence:
         return get_task(task_id).instruction, task_id
     try:
-        found = find_task(parse(sentence))
+        intents = parse_steps(sentence)
+        if len(intents) > 1:
+            raise TrialAborted(_one_step_at_a_time(tuple(find_task(i) for i in intents)))
+        found = find_task(intents[0])
+    except TrialAborted:
+        raise
     except ValueError as err:  # TaskParseError is one
         if need_task or task_id:
             raise TrialAborted(str(err)) from None
@@ -607,6 +616,12 @@ def resolve_task(sentence: str, task_id: str, need_task: bool) -> tuple[str, str
     if task_id and found != task_id:
         raise TrialAborted(f"the sentence {sentence!r} asks for task {found}, not {task_id}")
     return sentence, found
+
+
+def _one_step_at_a_time(steps: tuple[str, ...]) -> str:
+    return (f"a trial on the graph runs one task; this asks for {len(steps)} in turn "
+            f"({' then '.join(steps)}): send them as goals one after the other (`afford run` runs "
+            "the whole sequence in the batch world)")
 
 
 def main(argv: list[str] | None = None) -> int:

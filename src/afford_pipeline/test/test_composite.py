@@ -1,0 +1,125 @@
+"""Composite tasks: several tasks in turn in one scene, each step judged, a failure ending all.
+
+The seeded scene of ``test_a_sequence_runs_step_by_step`` succeeded in a run of
+``afford bench table1 --tasks place-banana-plate-then-cube-mug-v1`` (and of ``afford run`` with
+the oracle grounding, 9 of seeds 0-9); a regression in the chaining (the second step perceiving
+the wrong object, planning from the wrong state, a check run against the wrong task) fails it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from afford_pipeline.spine import SpineConfig, run_sentence, run_task
+from afford_sim.tasks import TASKS, CompositeTask, find_steps, get_task, register_composite
+
+COMPOSITE = "place-banana-plate-then-cube-mug-v1"
+STAGES = ("approach", "grasp", "lift", "place")
+
+
+@pytest.mark.slow
+def test_a_sequence_runs_step_by_step() -> None:
+    lines: list[str] = []
+    result = run_sentence("put the banana on the plate, then put the cube in the mug",
+                          SpineConfig(seed=1), progress=lines.append)
+    assert result.task_id == COMPOSITE
+    assert tuple(result.stages) == (*(f"1.{s}" for s in STAGES), *(f"2.{s}" for s in STAGES), "kept")
+    assert result.success, (result.abstained, result.details)
+    assert [s["task_id"] for s in result.steps] == ["place-banana-plate-v1", "place-cube-mug-v2"]
+    # The second step held the cube (not the banana again) and put it in the mug.
+    assert "fingers on cube" in result.details["2.grasp"]
+    assert "the mug's footprint" in result.details["2.place"]
+    assert "1 earlier step(s) still hold" in result.details["kept"]
+    assert any(line.startswith("[step 2/2] place-cube-mug-v2") for line in lines)
+
+
+def _abstain_on(step: int):  # noqa: ANN202 - a chooser
+    from afford_pipeline.episode import Choice
+
+    calls = {"n": 0}
+
+    def chooser(ep, cfg):  # noqa: ANN001, ANN202
+        calls["n"] += 1
+        if calls["n"] == step:
+            return Choice(None, "told to abstain", 0, 0, 0)
+        ep.propose()
+        return ep.choose(cfg.terms, cfg.selection, cfg.plan_top_k, l3=ep.score(cfg.terms, cfg.selection))
+
+    return chooser, calls
+
+
+@pytest.mark.slow
+def test_a_failed_step_ends_the_whole_task() -> None:
+    """As in the seed: a mid-sequence failure terminates the task; the later steps never run
+    and count as failed, so a per-stage bar never shows them passed."""
+    chooser, calls = _abstain_on(1)
+    result = run_task(COMPOSITE, SpineConfig(seed=1), chooser=chooser)
+    assert calls["n"] == 1 and not result.success
+    assert result.abstained == "step 1: told to abstain"
+    assert len(result.steps) == 1
+    assert set(result.stages) == {*(f"1.{s}" for s in STAGES), *(f"2.{s}" for s in STAGES), "kept"}
+    assert not any(result.stages.values())
+
+
+@pytest.mark.slow
+def test_kept_fails_when_an_earlier_result_was_undone() -> None:
+    """The first object knocked off its receiver after its step passed fails the task."""
+    from afford_pipeline.spine import task_world
+
+    world = task_world(COMPOSITE, 1)
+    try:
+        banana = get_task("place-banana-plate-v1")
+        banana.begin(world)
+        # The banana laid on the plate: the earlier step's result holds.
+        pose = world.object_pose("banana")
+        pose[:3, 3] = world.object_pose("plate")[:3, 3] + np.array([0.0, 0.0, 0.04])
+        world.set_object_pose("banana", pose)
+        world.advance(1.0)
+        assert CompositeTask.check_kept(world, [(banana, "place")]).ok
+        # Pushed off onto the table: it does not.
+        pose[:3, 3] = world.object_pose("plate")[:3, 3] + np.array([0.0, -0.25, 0.04])
+        world.set_object_pose("banana", pose)
+        world.advance(1.0)
+        kept = CompositeTask.check_kept(world, [(banana, "place")])
+        assert not kept.ok and "step 1 (place-banana-plate-v1) place" in kept.detail, kept.detail
+    finally:
+        world.close()
+
+
+def test_composite_scene_holds_every_step_and_is_seeded() -> None:
+    task = get_task(COMPOSITE)
+    assert task.steps == ("place-banana-plate-v1", "place-cube-mug-v2")
+    a, b = task.scene(3), task.scene(3)
+    assert a == b and a != task.scene(4)
+    assert [o.name for o in a.objects] == ["banana", "plate", "cube", "mug"]
+    # The cube keeps the size its own task pins for the mug (it must fit the mouth).
+    cube = next(o for o in a.objects if o.name == "cube")
+    assert 0.026 <= dict(cube.params)["size"] <= 0.031
+
+
+def test_find_steps_maps_a_sequence_to_its_composite() -> None:
+    from afford_perception.parser import ParserConfig, parse_steps
+
+    no_emb = ParserConfig(use_embeddings=False)
+    assert find_steps(parse_steps("put the banana on the plate, then put the cube in the mug",
+                                  config=no_emb)) == COMPOSITE
+    assert find_steps(parse_steps("put the banana on the plate", config=no_emb)) == "place-banana-plate-v1"
+    with pytest.raises(ValueError, match=f"no composite task runs place-cube-mug-v2 then .*{COMPOSITE}"):
+        find_steps(parse_steps("put the cube in the mug, then put the banana on the plate", config=no_emb))
+
+
+def test_register_composite_refuses_what_cannot_run() -> None:
+    from afford_sim.tasks import PlaceSequenceTask
+
+    with pytest.raises(ValueError, match="at least two steps"):
+        register_composite(PlaceSequenceTask, "x-v1", steps=("place-banana-plate-v1",), tier="hard",
+                           instructions=("x",))
+    with pytest.raises(ValueError, match="itself a composite"):
+        register_composite(PlaceSequenceTask, "x-v1", steps=("place-banana-plate-v1", COMPOSITE),
+                           tier="hard", instructions=("x",))
+    with pytest.raises(KeyError, match="unknown task"):
+        register_composite(PlaceSequenceTask, "x-v1", steps=("place-banana-plate-v1", "nope-v1"),
+                           tier="hard", instructions=("x",))
+    assert "x-v1" not in TASKS
+
