@@ -118,6 +118,51 @@ def test_the_axis_sampler_holds_whole_bodies_only(target: str, whole: bool) -> N
     assert bool(AxisSampler().sample(ctx)) is whole
 
 
+def _plate(rng: np.random.Generator, centre: tuple[float, float] = (0.4, 0.1), radius: float = 0.12,
+           n: int = 2000) -> np.ndarray:
+    r = radius * np.sqrt(rng.uniform(0, 1, n))
+    a = rng.uniform(0, 2 * np.pi, n)
+    return np.column_stack([centre[0] + r * np.cos(a), centre[1] + r * np.sin(a), rng.uniform(0, 0.012, n)])
+
+
+def test_what_lies_on_a_receiver_is_found_and_its_own_points_are_not() -> None:
+    from afford_planner.skills.motions import occupied_on
+
+    rng = np.random.default_rng(0)
+    plate = _plate(rng)
+    # The scene as seen: the plate itself (other noise), a carrot lying across its middle, a
+    # mug standing beside the plate.
+    carrot = np.column_stack([rng.uniform(0.33, 0.47, 300), rng.uniform(0.085, 0.115, 300),
+                              rng.uniform(0.015, 0.04, 300)])
+    mug = np.column_stack([rng.uniform(0.6, 0.66, 300), rng.uniform(0.1, 0.16, 300),
+                           rng.uniform(0, 0.09, 300)])
+    scene = np.vstack([plate + rng.normal(0, 0.002, plate.shape), carrot, mug])
+    on = occupied_on(plate, scene)
+    assert len(on) > 250 and np.all(on[:, 2] > 0.015) and np.all(on[:, 0] < 0.5)
+    assert len(occupied_on(plate, np.vstack([plate + rng.normal(0, 0.002, plate.shape), mug]))) == 0
+
+
+def test_a_place_goes_beside_what_already_lies_on_the_receiver() -> None:
+    """A cube onto a plate a carrot already lies across: not onto the carrot, beside it, and
+    still well on the plate. With nothing on the plate, its centre."""
+    from afford_planner.skills.motions import free_spot
+
+    rng = np.random.default_rng(1)
+    centre = np.array([0.4, 0.1])
+    plate = _plate(rng, tuple(centre))
+    assert np.allclose(free_spot(plate, np.empty((0, 3)), 0.03, centre), centre)
+    carrot = np.column_stack([rng.uniform(0.32, 0.48, 300), rng.uniform(0.085, 0.115, 300),
+                              rng.uniform(0.015, 0.04, 300)])
+    spot = free_spot(plate, carrot, 0.03, centre)
+    assert np.min(np.linalg.norm(carrot[:, :2] - spot, axis=1)) >= 0.03 + 0.01  # clear of it
+    assert np.linalg.norm(spot - centre) <= 0.12 - 0.4 * 0.03 + 1e-9  # on the plate
+    # Only as far out as it must: beside the carrot, not at the plate's rim.
+    assert np.linalg.norm(spot - centre) < 0.07
+    # Something far from the centre leaves the centre free.
+    crumb = np.array([[0.4, 0.2, 0.02]])
+    assert np.allclose(free_spot(plate, crumb, 0.03, centre), centre)
+
+
 def test_a_vessel_is_aimed_at_its_mouth_and_a_flat_receiver_at_its_median() -> None:
     """One camera sees a mug's near wall and the inside of its far wall: the points' median
     sits off the axis, the circle through their top band does not. A plate is flat: its median."""

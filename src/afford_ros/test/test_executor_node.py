@@ -471,7 +471,8 @@ def test_streamed_joint_targets_move_the_arm_through_the_checks(graph: Graph) ->
     # The stream counts as ended stream_timeout_s after the last chunk's last target (3 s past
     # its sending): reported once, as a stop.
     errors = graph.wait_errors(n_err, 1, timeout=10.0)
-    assert [e.kind for e in errors] == ["stopped"] and "no joint targets" in errors[0].message
+    said = [(e.kind, e.message) for e in errors]
+    assert [e.kind for e in errors] == ["stopped"] and "no joint targets" in errors[0].message, said
 
     # An unstamped chunk is refused (sat in a queue, it would be taken as fresh): nothing moves.
     q1 = graph.q()

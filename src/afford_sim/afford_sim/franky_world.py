@@ -463,7 +463,16 @@ def final_stage(task: Task) -> str:
     The most derived class that defines checks owns the task's last stage, and defines its
     checks in stage order (``PickTask``: the base's approach, grasp, lift; ``PlaceTask``: place;
     ``OpenDrawerTask``: approach, grasp, pull).
+
+    Raises:
+        ValueError: the task has no checks, or is a composite (judged step by step by each
+            step's own task, in the batch world; a trial on the graph runs one step).
     """
+    from afford_sim.tasks import CompositeTask
+
+    if isinstance(task, CompositeTask):
+        raise ValueError(f"task {task.task_id!r} is a composite of {', '.join(task.steps)}: each step "
+                         "is judged by its own task; run the steps one per trial")
     for cls in type(task).__mro__:
         stages = [k.removeprefix("check_") for k in vars(cls) if k.startswith("check_")]
         if stages:

@@ -687,32 +687,34 @@ _ROWS = (Window(center=(0.42, -0.14), size=(0.12, 0.12), yaw=(-math.pi / 6, math
 
 
 class PlaceSequenceTask(CompositeTask):
-    """Pick and place two objects in turn, each onto its own receiver (AffordSim's
-    composite_2pickplaces).
+    """Pick and place objects in turn, each onto its receiver (AffordSim's composite_2pickplaces,
+    and composite_2picks_to_plate when the steps share their receiver).
 
-    Example: "put the banana on the plate, then put the cube in the mug".
+    Example: "put the banana on the plate, then put the cube in the mug"; "put the carrot on the
+    plate, then put the cube on the plate".
     Randomized: every object's shape as in its step's task alone (a receiver that contains is
     redrawn with its object until the object fits its mouth); the first step's object in a
     12 x 12 cm window 42 cm ahead on the robot's right, the second's 22 cm further out, both with
-    +-30 deg yaw; each receiver to the left of its object as in the step's own task (8 cm
-    +-2 cm between their footprints, any yaw); the scene's objects never overlap (rejection
-    sampling).
+    +-30 deg yaw; each receiver to the left of its step's object as in the step's own task (8 cm
+    +-2 cm between their footprints, any yaw); a receiver a later step shares is the first
+    step's (drawn and placed once); the scene's objects never overlap (rejection sampling).
     Success: each step's stages as its task judges them alone (grasp, lift, place: on or in its
     receiver, not on the table, not touching the fingers), in order, a failed stage ending the
-    task; then ``kept``: the first object still on its receiver after the second step.
+    task; then ``kept``: every earlier object still on its receiver after the last step.
     """
 
     def scene(self, seed: int) -> SceneSpec:
         if len(self.steps) > len(_ROWS):
             raise ValueError(f"{self.task_id}: at most {len(_ROWS)} steps fit the table's rows")
-        objects: list[ObjectSpec] = []
+        objects: dict[str, ObjectSpec] = {}
         for step_seed, row, task in zip(_seeds(seed, len(self.steps)), _ROWS, self.subtasks(), strict=False):
-            first, *rest = task.scene(step_seed).objects
-            objects += [dataclasses.replace(first, placement=row), *rest]
-        names = [o.name for o in objects]
-        if len(set(names)) != len(names):
-            raise ValueError(f"{self.task_id}: its steps' objects share a name ({names})")
-        return _scene(*objects)
+            held, *rest = task.scene(step_seed).objects
+            if held.name in objects:
+                raise ValueError(f"{self.task_id}: two steps hold the {held.name}")
+            objects[held.name] = dataclasses.replace(held, placement=row)
+            for o in rest:  # a receiver already in the scene (a shared plate) stays the first step's
+                objects.setdefault(o.name, o)
+        return _scene(*objects.values())
 
 
 def pour_part(target: str) -> str:
@@ -1003,3 +1005,10 @@ _add_composite(PlaceSequenceTask, "place-banana-plate-then-cube-mug-v1",
                instructions=("put the banana on the plate, then put the cube in the mug",
                              "first place the banana on the plate and then place the cube in the mug",
                              "move the banana onto the plate; then move the cube into the mug"))
+# Two things onto one plate: the second goes down beside the first (the place skill's free spot).
+_ORDER["place-carrot-plate-then-cube-plate-v1"] = len(_ORDER)
+_add_composite(PlaceSequenceTask, "place-carrot-plate-then-cube-plate-v1",
+               steps=("place-carrot-plate-v1", "place-cube-plate-v1"), tier="medium",
+               instructions=("put the carrot on the plate, then put the cube on the plate",
+                             "first place the carrot on the plate and then place the cube on the plate",
+                             "move the carrot onto the plate; then move the cube onto the plate"))

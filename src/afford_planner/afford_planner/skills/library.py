@@ -75,7 +75,7 @@ class Place(GraspSkill):
             dest = table_spot(ctx.cloud_points, ctx.runner.config.table_place_offset)
         if dest is None:
             raise ValueError("place needs the destination's receiving part")
-        return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest))]
+        return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, ctx.occupied))]
 
 
 def table_spot(cloud_points: np.ndarray, offset: float) -> np.ndarray:

@@ -176,6 +176,67 @@ def receiving_centre(points: np.ndarray, min_depth: float = 0.03, band: float = 
     return centre
 
 
+def occupied_on(receiver: np.ndarray, obstacles: np.ndarray, above: float = 0.008,
+                apart: float = 0.008) -> np.ndarray:
+    """Points of other things resting on a receiver: the ``obstacles`` (every seen point but the
+    held object's, the receiver's own among them) over the receiver's horizontal outline, more
+    than ``above`` over its receiving surface (the 90th percentile of its heights) and more than
+    ``apart`` from any of its points (its rim). (N, 3); empty when nothing lies on it."""
+    from scipy.spatial import cKDTree
+
+    rec = np.asarray(receiver, dtype=float).reshape(-1, 3)
+    obs = np.asarray(obstacles, dtype=float).reshape(-1, 3)
+    if len(rec) < 4 or not len(obs):
+        return np.empty((0, 3))
+    lo, hi = rec[:, :2].min(0), rec[:, :2].max(0)
+    top = float(np.percentile(rec[:, 2], 90))
+    keep = np.all((obs[:, :2] >= lo) & (obs[:, :2] <= hi), axis=1) & (obs[:, 2] > top + above)
+    cand = obs[keep]
+    if not len(cand):
+        return cand
+    dist, _ = cKDTree(rec).query(cand)
+    return cand[dist > apart]
+
+
+def free_spot(surface: np.ndarray, occupied: np.ndarray, radius: float, prefer: np.ndarray,
+              margin: float = 0.01, edge_share: float = 0.4, samples: int = 400) -> np.ndarray:
+    """Where over a receiving ``surface`` an object of footprint ``radius`` goes down clear of
+    what already lies there (``occupied``, :func:`occupied_on`).
+
+    ``prefer`` (the receiver's centre) when nothing is within ``radius + margin`` of it; else,
+    among the surface points whose distance to the surface's outline is at least
+    ``edge_share * radius`` (the object's centre well on the receiver), the one farthest from
+    the occupied points, the nearest to ``prefer`` among those clear by ``margin``. Horizontal
+    (2,).
+    """
+    from scipy.spatial import ConvexHull, QhullError, cKDTree
+
+    prefer = np.asarray(prefer, dtype=float)[:2]
+    occ = np.asarray(occupied, dtype=float).reshape(-1, 3)[:, :2]
+    if not len(occ):
+        return prefer
+    tree = cKDTree(occ)
+    if tree.query(prefer)[0] >= radius + margin:
+        return prefer
+    xy = np.asarray(surface, dtype=float).reshape(-1, 3)[:, :2]
+    if len(xy) > samples:
+        xy = xy[np.random.default_rng(0).choice(len(xy), samples, replace=False)]
+    try:
+        hull = ConvexHull(xy)
+    except (QhullError, ValueError):
+        return prefer
+    inside = -(xy @ hull.equations[:, :2].T + hull.equations[:, 2]).min(axis=1)
+    cand = xy[inside >= edge_share * radius]
+    if not len(cand):
+        return prefer
+    clear = tree.query(cand)[0] - radius
+    ok = clear >= margin
+    if ok.any():
+        cand = cand[ok]
+        return cand[np.argmin(np.linalg.norm(cand - prefer, axis=1))]
+    return cand[np.argmax(clear)]
+
+
 def _translated(pose: np.ndarray, delta: np.ndarray) -> np.ndarray:
     out = pose.copy()
     out[:3, 3] = out[:3, 3] + delta
@@ -284,8 +345,11 @@ class SkillRunner:
         back = _translated(pose, -pose[:3, 2] * self.config.retreat)
         self.move_line(back, "retreat")
 
-    def place(self, held: HeldObject, surface_points: np.ndarray) -> None:
-        """Put the held object down centred over ``surface_points`` (the receiving region)."""
+    def place(self, held: HeldObject, surface_points: np.ndarray,
+              occupied: np.ndarray | None = None) -> None:
+        """Put the held object down centred over ``surface_points`` (the receiving region), or,
+        when ``occupied`` (points of things already on it) leaves no room there, at the free
+        spot beside them (:func:`free_spot`)."""
         pose = self.current_pose()
         obj = held.in_world(pose)
         turn = alignment_yaw(obj[:, :2], surface_points[:, :2])
@@ -296,6 +360,10 @@ class SkillRunner:
             pose = _rotated_about(pose, np.array([0.0, 0.0, 1.0]), turn, centre)
             obj = held.in_world(pose)
         target_xy = receiving_centre(surface_points)
+        if occupied is not None and len(occupied):
+            obj_xy = obj[:, :2] - np.median(obj[:, :2], axis=0)
+            target_xy = free_spot(surface_points, occupied, float(np.max(np.linalg.norm(obj_xy, axis=1))),
+                                  target_xy)
         top = float(np.percentile(surface_points[:, 2], 90))
         delta = np.zeros(3)
         delta[:2] = target_xy - np.median(obj[:, :2], axis=0)

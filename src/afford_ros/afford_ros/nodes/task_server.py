@@ -598,8 +598,9 @@ def resolve_task(sentence: str, task_id: str, need_task: bool) -> tuple[str, str
         raise TrialAborted("empty goal: give a task sentence or a task id")
     if task_id and task_id not in TASKS:
         raise TrialAborted(f"unknown task id {task_id!r}; `afford tasks` lists them")
-    if task_id and issubclass(TASKS.get(task_id), CompositeTask):
-        raise TrialAborted(_one_step_at_a_time(TASKS.get(task_id).steps))
+    composite = TASKS.get(task_id) if task_id else None
+    if composite is not None and issubclass(composite, CompositeTask):
+        raise TrialAborted(_one_step_at_a_time(composite.steps))
     if not sentence:
         return get_task(task_id).instruction, task_id
     try:
