@@ -6,7 +6,8 @@ we wrote. This readout asks the question a new user asks: does it read what *the
 ``tests/data/benchmark_paraphrases.tsv`` holds sentences by an author who had not read the
 parser, the lexicon, the ontology or the task definitions, told only what each task does. Each
 sentence is parsed in a scene holding the task's objects and mapped to a task id
-(``find_task``); it counts as understood when that is the task it was written for.
+(``find_steps``: one task, or a composite's steps in turn); it counts as understood when that
+is the task it was written for.
 
 Run:  .venv/bin/python bench/paraphrase_readout.py [--out bench/results/paraphrase_readout.md]
 """
@@ -33,15 +34,16 @@ def load(path: Path = DATA) -> list[tuple[str, str]]:
 
 def read(rows: list[tuple[str, str]]) -> list[tuple[str, str, str | None, str]]:
     """(task id, sentence, task it reached or None, why not) per row."""
-    from afford_perception.parser import TaskParseError, parse
-    from afford_sim.tasks import find_task, get_task
+    from afford_perception.parser import TaskParseError, parse_steps
+    from afford_sim.tasks import CompositeTask, find_steps, get_task
 
     out = []
     for task_id, sentence in rows:
         task = get_task(task_id)
-        scope = [o for o in (task.target, task.destination) if o]
+        tasks = task.subtasks() if isinstance(task, CompositeTask) else [task]
+        scope = list(dict.fromkeys(o for t in tasks for o in (t.target, t.destination) if o))
         try:
-            got = find_task(parse(sentence, known_objects=scope))
+            got = find_steps(parse_steps(sentence, known_objects=scope))
             out.append((task_id, sentence, got, "" if got == task_id else f"reached {got}"))
         except (TaskParseError, ValueError) as err:
             out.append((task_id, sentence, None, str(err)))

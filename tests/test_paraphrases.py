@@ -25,19 +25,32 @@ def _readout() -> ModuleType:
     return module
 
 
+#: Development sentences refused on purpose, with what the refusal must say: "on the plate next
+#: to the carrot" places relative to a second object, which no skill takes as a target (the
+#: place skill finds a free spot by itself); guessing the relation away would be a guess.
+REFUSED_BY_DESIGN = {
+    ("place-carrot-plate-then-cube-plate-v1",
+     "Please put the carrot on the plate first, and then drop the cube on the plate next to the carrot."):
+        "'next to'",
+}
+
+
 def test_every_development_sentence_reaches_its_task() -> None:
     ro = _readout()
     rows = ro.load()
-    assert len(rows) == 127 and len({t for t, _ in rows}) == 20
-    missed = [(t, s, why) for t, s, got, why in ro.read(rows) if got != t]
-    assert not missed, "\n".join(f"{t}: {s!r} -> {why}" for t, s, why in missed)
+    assert len(rows) == 147 and len({t for t, _ in rows}) == 22
+    missed = {(t, s): why for t, s, got, why in ro.read(rows) if got != t}
+    unexpected = {k: why for k, why in missed.items()
+                  if k not in REFUSED_BY_DESIGN or REFUSED_BY_DESIGN[k] not in why}
+    assert not unexpected, "\n".join(f"{t}: {s!r} -> {why}" for (t, s), why in unexpected.items())
+    assert set(missed) == set(REFUSED_BY_DESIGN), "a sentence refused by design now parses: update the list"
 
 
 def test_the_held_out_set_is_well_formed() -> None:
-    """Only its shape: 20 tasks, 5 sentences each, every id a registered task."""
+    """Only its shape: 22 tasks, 5 sentences each, every id a registered task."""
     from afford_sim.tasks import TASKS
 
     rows = _readout().load(ROOT / "tests" / "data" / "benchmark_paraphrases_heldout.tsv")
     ids = [t for t, _ in rows]
-    assert len(rows) == 100 and all(ids.count(t) == 5 for t in set(ids))
+    assert len(rows) == 110 and all(ids.count(t) == 5 for t in set(ids))
     assert all(t in TASKS for t in ids)

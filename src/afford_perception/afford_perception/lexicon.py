@@ -124,7 +124,9 @@ VERBS: dict[str, VerbSense] = {
         ("put", "place", "set", "move", "put down", "set down", "lay", "lay down", "drop", "drop off",
          "transfer", "relocate", "deposit", "put away", "return", "pop", "plop", "plonk", "stick", "shift",
          "park", "rest", "sit", "stand", "position", "reposition", "lower", "tuck", "load", "put back",
-         "set back", "place back"), _PLACE),
+         "set back", "place back",
+         # "I'd like the banana on the plate": a wish for where a thing is, said to the robot.
+         "id like", "i d like", "i would like", "i want"), _PLACE),
     **dict.fromkeys(("insert", "slot", "plug", "slide in"), VerbSense(NextAction.INSERT)),
     **dict.fromkeys(("pour", "pour out", "empty", "tip", "decant"), VerbSense(NextAction.POUR)),
     **dict.fromkeys(("stack", "pile", "heap", "nest"), VerbSense(NextAction.STACK)),

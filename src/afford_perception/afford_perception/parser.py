@@ -1244,8 +1244,16 @@ def parse(
 
 #: Where a sentence that asks for several tasks in turn is cut: ", then", "and then", "; ",
 #: "after that" (a composite task: "put the banana on the plate, then put the cube in the mug").
-_STEP_BREAK = re.compile(r"\s*(?:[,;]\s*|\s)(?:and\s+)?(?:then|after\s+that|afterwards)\b[,\s]*"
+_STEP_BREAK = re.compile(r"\s*(?:[,;.]\s*|\s)(?:and\s+)?(?:then|after\s+that|afterwards"
+                         r"|(?:once|when)\s+(?:that|this)(?:'s|\s+is)\s+done)\b[,\s]*"
                          r"|\s*;\s*", re.IGNORECASE)
+#: The verb a step without one takes from the step before ("put the banana on the plate, then
+#: the cube in the mug"): the action's everyday verb.
+_ELIDED_VERB = {NextAction.PLACE: "put", NextAction.STACK: "stack", NextAction.HANG: "hang",
+                NextAction.POUR: "pour", NextAction.PICK: "pick up", NextAction.PUSH: "push",
+                NextAction.INSERT: "insert", NextAction.OPEN: "open", NextAction.CLOSE: "close",
+                NextAction.PULL: "pull", NextAction.HAND_OVER: "hand over"}
+_GOES = re.compile(r"^(.+?)\s+(?:goes|go|should\s+go)\s+((?:in|on|into|onto)\b.*)$", re.IGNORECASE)
 _FIRST = re.compile(r"^\s*(?:first(?:ly)?|to\s+start)\b[,\s]*", re.IGNORECASE)
 
 
@@ -1257,7 +1265,9 @@ def parse_steps(
     One task is :func:`parse`'s reading (one intent; "pick up the kettle by its handle and then
     pour into the bowl" is one task: a grasp and its next action). Only a sentence
     :func:`parse` refuses is cut at its sequence words (", then", "and then", "after that",
-    ";"; a leading "first" is dropped) and each piece parsed alone. When the first piece is a
+    "once that's done", ";"; a leading "first" is dropped) and each piece parsed alone; a later
+    piece without a verb takes the everyday verb of the step before ("..., then the cube in
+    the mug": put). When the first piece is a
     task of its own the sentence is a sequence, and every later piece must be one too ("then
     put it in the mug": "it" names nothing, refused with the piece); otherwise the whole
     sentence's refusal stands.
@@ -1276,13 +1286,23 @@ def parse_steps(
         pieces = [p for p in pieces if p]
         if len(pieces) < 2:
             raise
-        intents = []
+        intents: list[Intent] = []
         for k, piece in enumerate(pieces, 1):
             try:
                 intents.append(parse(piece, known_objects, config))
             except TaskParseError as step_err:
                 if k == 1:  # not a sequence of tasks: the sentence's own refusal says why
                     raise err from None
+                if str(step_err).startswith("no action verb"):
+                    # A step that names no verb does what the step before did ("..., then the
+                    # cube in the mug"; "... and then the cube goes in the mug").
+                    elided = _GOES.sub(r"\1 \2", piece)
+                    try:
+                        intents.append(parse(f"{_ELIDED_VERB[intents[-1].next_action]} {elided}",
+                                             known_objects, config))
+                        continue
+                    except TaskParseError:
+                        pass
                 raise TaskParseError(f"step {k} of {len(pieces)} ('{piece}'): {step_err}", step_err.kind,
                                      text) from None
         return intents

@@ -456,6 +456,11 @@ def _steps(text: str) -> list[tuple[str, str, str | None]]:
     "put the banana on the plate; put the cube in the mug",
     "Put the banana on the plate. Then put the cube in the mug.",
     "put the banana on the plate and after that put the cube in the mug",
+    "place the banana on the plate; once that's done, place the cube in the mug",
+    # A later step without a verb does what the step before did.
+    "put the banana on the plate, then the cube in the mug",
+    "put the banana on the plate and then the cube goes in the mug",
+    "I'd like the banana on the plate first, then the cube in the mug, please",
 ])
 def test_a_sequence_is_cut_into_its_tasks(text: str) -> None:
     assert _steps(text) == [("banana", "place", "plate"), ("cube", "place", "mug")]
