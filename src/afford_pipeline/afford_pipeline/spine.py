@@ -329,8 +329,8 @@ def run_task(
 
             with timer("ground"):
                 ep.ground()
-            _say(progress,
-                 f"[ground] {cfg.grounding}: " + ", ".join(f"{len(v)} {k}" for k, v in ep.parts.items()))
+            grounded = ", ".join(f"{len(v)} {part}" for part, v in ep.parts.items())
+            _say(progress, f"[ground] {cfg.grounding}: {grounded}")
             # A chooser brings its own candidates (a model-free detector needs no grounded region).
             if chooser is None and len(ep.region) < 5:
                 _fail_rest(result, steps, k, current=True)

@@ -805,8 +805,9 @@ def register_composite(
     """Register a composite of the registered single-step tasks ``steps`` as ``task_id``.
 
     Raises:
-        ValueError: fewer than two steps, a step that is unknown or itself composite, and
-            whatever :func:`register_task` refuses.
+        ValueError: fewer than two steps, a step that is itself a composite, and whatever
+            :func:`register_task` refuses.
+        KeyError: a step that is not registered (the message lists the known ids).
     """
     if len(steps) < 2:
         raise ValueError(f"{task_id}: a composite has at least two steps, got {list(steps)}")
@@ -998,17 +999,17 @@ for _t, _d, _p in (("bell_pepper", "pan", "in"), ("kettle", "kettle_base", "on")
                        f"move the {_say(_t)} {_ONTO[_p]} the {_say(_d)}"))
 
 # Composites (AffordSim's long-horizon tier): steps that run alone above, chained in one scene.
-_add_composite = functools.partial(register_composite, robots=("fr3",))
-_ORDER["place-banana-plate-then-cube-mug-v1"] = len(_ORDER)
-_add_composite(PlaceSequenceTask, "place-banana-plate-then-cube-mug-v1",
-               steps=("place-banana-plate-v1", "place-cube-mug-v2"), tier="hard",
-               instructions=("put the banana on the plate, then put the cube in the mug",
-                             "first place the banana on the plate and then place the cube in the mug",
-                             "move the banana onto the plate; then move the cube into the mug"))
 # Two things onto one plate: the second goes down beside the first (the place skill's free spot).
-_ORDER["place-carrot-plate-then-cube-plate-v1"] = len(_ORDER)
-_add_composite(PlaceSequenceTask, "place-carrot-plate-then-cube-plate-v1",
-               steps=("place-carrot-plate-v1", "place-cube-plate-v1"), tier="medium",
-               instructions=("put the carrot on the plate, then put the cube on the plate",
-                             "first place the carrot on the plate and then place the cube on the plate",
-                             "move the carrot onto the plate; then move the cube onto the plate"))
+_COMPOSITES: tuple[tuple[str, tuple[str, str], Tier, tuple[tuple[str, str, str], ...]], ...] = (
+    ("place-banana-plate-then-cube-mug-v1", ("place-banana-plate-v1", "place-cube-mug-v2"), "hard",
+     (("banana", "on", "plate"), ("cube", "in", "mug"))),
+    ("place-carrot-plate-then-cube-plate-v1", ("place-carrot-plate-v1", "place-cube-plate-v1"), "medium",
+     (("carrot", "on", "plate"), ("cube", "on", "plate"))),
+)
+for _id, _steps, _tier, ((_t1, _p1, _d1), (_t2, _p2, _d2)) in _COMPOSITES:
+    _ORDER[_id] = len(_ORDER)
+    register_composite(
+        PlaceSequenceTask, _id, steps=_steps, tier=_tier,
+        instructions=(f"put the {_t1} {_p1} the {_d1}, then put the {_t2} {_p2} the {_d2}",
+                      f"first place the {_t1} {_p1} the {_d1} and then place the {_t2} {_p2} the {_d2}",
+                      f"move the {_t1} {_ONTO[_p1]} the {_d1}; then move the {_t2} {_ONTO[_p2]} the {_d2}"))

@@ -115,6 +115,8 @@ _STREAM_LEAD = 0.02
 _POLL_PERIOD = 0.01  # s between looks at a running trajectory (stop, cancel, progress)
 _STOP_FIRST = "a stop came after it was checked"
 _STALLED = "this process stalled between its checks and its start"
+#: Times a chunk is checked afresh when this process stalls between its checks and its start.
+_STALL_TRIES = 3
 _NOT_RECOVERED = "a fault is not recovered"  # _start's answer; the refusal says which (_refusal)
 #: Seconds between two attempts to renew a lost connection.
 _RECONNECT_PERIOD_S = 1.0
@@ -472,6 +474,21 @@ class ExecutorNode(Node):
         if refused:
             self._report("limit", f"joint targets refused: {refused}")
             return
+        # A chunk this process stalled on between its checks and its start is checked afresh
+        # (from a new now, against the stream as it then runs) rather than dropped: a dropped
+        # chunk breaks the sender's chain, whose next chunk continues the dropped one and is
+        # refused as a jump from the running motion.
+        for _ in range(_STALL_TRIES):
+            if self._take_chunk(msg, stamp, running, stops) != _STALLED:
+                return
+            with self._lock:
+                running = self._stream
+        self.get_logger().warning(f"joint targets dropped: {_STALLED} ({_STALL_TRIES} times)")
+
+    def _take_chunk(self, msg: JointTrajectory, stamp: Any, running: tuple[np.ndarray, np.ndarray] | None,
+                    stops: int) -> str:
+        """Check one chunk and start it (:meth:`_on_targets`); :data:`_STALLED` when this process
+        stalled between the checks and the start (nothing started), else ""."""
         try:
             times, qs, _ = trajectory_arrays(msg, self._arm_joints)
             if len(times) == 0:
@@ -493,18 +510,18 @@ class ExecutorNode(Node):
                 late = f"was due {-times[-1]:.3f} s ago" if times[-1] <= 0 else (
                     f"is due in {times[-1] * 1000:.0f} ms, under the {_STREAM_LEAD * 1000:.0f} ms lead")
                 self.get_logger().warning(f"joint targets dropped: the chunk's last target {late}")
-                return
+                return ""
             times, qs = times[keep], qs[keep]
         except ValueError as exc:  # a malformed chunk: refuse, never guess
             self._halt_stream(f"joint targets refused: {exc}")
-            return
+            return ""
         try:
             # The jump is measured from where the arm is being sent now (the stream's setpoint),
             # or from where it is when no stream runs (and see below).
             q_ref = _setpoint(running, now) if running is not None else self.driver.current_q()
         except Exception as exc:  # noqa: BLE001 - no state to check against: refuse, never guess
             self._halt_stream(f"joint targets refused: {exc}", kind="communication")
-            return
+            return ""
         # A chunk that continues the running one starts where that one sends the arm by the time
         # of its first target (due at least _STREAM_LEAD ahead; a fast arm moves a few
         # centiradians meanwhile); the speed to it is judged from the setpoint now.
@@ -525,22 +542,25 @@ class ExecutorNode(Node):
                 superseded = self._stops != stops
             if superseded:  # checked against a stream a stop has since halted: moot, and never run
                 self.get_logger().info(f"joint targets dropped: {_STOP_FIRST}")
-                return
+                return ""
             against = "the running chunk's setpoint" if running is not None else "the measured joints"
             self._halt_stream(
                 f"joint targets refused ({verdict.check}, against {against}, chunk {age:.2f} s old): "
                 f"{verdict.message}"
             )
-            return
+            return ""
         try:
             not_started = self._start(stops, times, qs, chunk_from=(now, q_ref))
         except Exception as exc:  # noqa: BLE001 - the driver could not start it: halt, report
             self._halt_stream(f"joint targets not started: {exc}", kind="communication")
-            return
-        if not_started in (_STOP_FIRST, _STALLED):  # the stop's report covers it; the next chunk comes
+            return ""
+        if not_started == _STALLED:
+            return _STALLED
+        if not_started == _STOP_FIRST:  # the stop's report covers it
             self.get_logger().info(f"joint targets dropped: {not_started}")
         elif not_started:
             self._report("limit", f"joint targets refused: {not_started}")
+        return ""
 
     def _block_stream(self, why: str) -> None:
         """Refuse chunks until the sender pauses for stream_timeout_s: until a chunk comes
