@@ -37,7 +37,6 @@ from afford_planner.skills import (
     Stage,
     skill_for_action,
 )
-from afford_planner.skills.motions import occupied_on
 from afford_planner.task_constraints import TaskContext, compile_constraints, fill_task_terms
 from afford_planner.terms import TermsConfig, fill_terms, gripper_geometry
 from afford_sim.tasks import Task
@@ -400,14 +399,6 @@ class Episode:
             return None  # hidden by the hand
         return now, {k: self._ground(now, k) for k in self.parts}
 
-    def _occupied(self) -> np.ndarray | None:
-        """Seen points of other things lying on the destination (:func:`occupied_on`), or None
-        without a destination."""
-        parts = [p for p in (self.dest_region, self.dest_support) if p is not None and len(p)]
-        if not parts or not len(self.obstacles):
-            return None
-        return occupied_on(np.vstack(parts), self.obstacles)
-
     def skill_name(self) -> str:
         """The skill that runs this episode: the task's, or the one serving the parsed action."""
         return self.task.skill if self.task is not None else skill_for_action(self.intent.next_action)
@@ -445,7 +436,7 @@ class Episode:
             dest_support=self.dest_support,
             pull_axis=self.pull_axis,
             push_goal=self.push_goal,
-            occupied=self._occupied(),
+            obstacles=self.obstacles,
             release_target=release_target,
             look_again=look_again,
         )

@@ -53,8 +53,8 @@ class SkillContext:
         dest_support: The rest of the destination (a rack's pole), if any.
         pull_axis: The opening direction of a drawer or door (furniture), if any.
         push_goal: Where a pushed object's centre must end (world), if the task pushes.
-        occupied: Points of other things already resting on the destination (a place sets the
-            object down beside them), if any.
+        obstacles: Every seen point but the target's (the clearance term's cloud); a place finds
+            in them what already lies on its receiver (:func:`~afford_planner.skills.motions.occupied_on`).
         release_target: Called once the grasp closed on a free object: the object moves with the
             hand from then on, so its old cloud is no longer an obstacle.
         look_again: Observes the held target again (after the lift), or None.
@@ -72,7 +72,7 @@ class SkillContext:
     dest_support: np.ndarray | None = None
     pull_axis: np.ndarray | None = None
     push_goal: np.ndarray | None = None
-    occupied: np.ndarray | None = None
+    obstacles: np.ndarray | None = None
     release_target: Callable[[], None] = lambda: None
     look_again: Callable[[], Seen | None] = lambda: None
     held: dict[str, HeldObject] = field(default_factory=dict)

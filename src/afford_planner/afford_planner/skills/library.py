@@ -14,7 +14,7 @@ from afford_core.geometry import cluster_nearest, perceived_center
 from afford_core.types import NextAction
 from afford_planner.push import PushConfig
 from afford_planner.skills.base import SKILLS, Skill, SkillContext, Stage
-from afford_planner.skills.motions import HeldObject
+from afford_planner.skills.motions import HeldObject, occupied_on
 
 
 def _approach_and_grasp(ctx: SkillContext) -> list[Stage]:
@@ -75,7 +75,11 @@ class Place(GraspSkill):
             dest = table_spot(ctx.cloud_points, ctx.runner.config.table_place_offset)
         if dest is None:
             raise ValueError("place needs the destination's receiving part")
-        return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, ctx.occupied))]
+        # What already lies on the receiver (a second thing onto one plate) moves the spot aside.
+        receiver = [p for p in (ctx.dest_region, ctx.dest_support) if p is not None and len(p)]
+        occupied = (occupied_on(np.vstack(receiver), ctx.obstacles)
+                    if receiver and ctx.obstacles is not None and len(ctx.obstacles) else None)
+        return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, occupied))]
 
 
 def table_spot(cloud_points: np.ndarray, offset: float) -> np.ndarray:
