@@ -16,6 +16,25 @@ def perceived_center(points: np.ndarray) -> np.ndarray:
     return 0.5 * (points.min(axis=0) + points.max(axis=0))
 
 
+SPOUT_MIN_OFFSET = 0.02
+"""A pouring part whose centre is farther than this (m) from the container's axis is a spout
+(it sets the side to pour from); nearer, it is a rim all round."""
+
+
+def spout_direction(use_points: np.ndarray, center: np.ndarray) -> np.ndarray | None:
+    """Horizontal unit direction from a container's centre to its pouring part when that part
+    is off to one side (a kettle's spout), None when it lies all round the axis (a cup's rim)
+    or was not seen."""
+    pts = np.asarray(use_points, dtype=float).reshape(-1, 3)
+    if len(pts) == 0:
+        return None
+    offset = pts[:, :2].mean(axis=0) - np.asarray(center, dtype=float)[:2]
+    norm = float(np.linalg.norm(offset))
+    if norm <= SPOUT_MIN_OFFSET:
+        return None
+    return np.array([offset[0] / norm, offset[1] / norm, 0.0])
+
+
 def front_normal(handle: np.ndarray, face: np.ndarray, whole: np.ndarray) -> np.ndarray:
     """Horizontal outward normal of the front a handle stands on: the plane of the face's
     points (a drawer front) turned towards the handle; from the object's centre through the

@@ -67,6 +67,12 @@ class Category:
         """Parts of this category that offer ``affordance``, in label order."""
         return tuple(p for p in self.parts if affordance in self.affordances.get(p, ()))
 
+    def is_spout(self, part: str | None) -> bool:
+        """Whether ``part`` pours out without taking in: a spout, to one side, that the container
+        tips towards. A part that does both (a cup's rim) is the opening, all round."""
+        affs = self.affordances.get(part or "", ())
+        return "pour_out" in affs and "pour_in" not in affs
+
 
 def _c(
     name: str, parts: tuple[str, ...], aff: dict[str, tuple[str, ...]], default: str, **kw: object

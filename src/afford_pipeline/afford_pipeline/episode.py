@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from afford_core.geometry import front_normal, perceived_center, voxel_down
+from afford_core.geometry import front_normal, perceived_center, spout_direction, voxel_down
 from afford_core.grasp import GraspCandidate
 from afford_core.ontology import category
 from afford_core.robots import DEFAULT_ROBOT, RobotDescription, get_robot
@@ -113,6 +113,9 @@ class Episode:
         pull_axis: Opening direction of a drawer or door (furniture tasks only).
         push_goal: Where a pushed object's centre must end (push tasks only): the middle of the
             destination's grounded receiving part.
+        tilt_axis: The horizontal axis a pour from a spout tips about (pour tasks whose
+            pouring part was seen off to one side); grasps approaching along it, either way,
+            score as top-down ones on the approach term (``HoldsTilt``).
         candidates: The candidate set, with their terms once ranked.
         plans: Per candidate index, the free-space plan to the pre-grasp and the approach line.
         plan_source: Per planned-for candidate, "default", "reference" (:meth:`plan`) or None.
@@ -138,6 +141,7 @@ class Episode:
     obstacles: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))
     pull_axis: np.ndarray | None = None
     push_goal: np.ndarray | None = None
+    tilt_axis: np.ndarray | None = None
     candidates: list[GraspCandidate] = field(default_factory=list)
     plans: dict[int, tuple[PlanResult, PlanResult]] = field(default_factory=dict)
     plan_source: dict[int, str | None] = field(default_factory=dict)
@@ -242,6 +246,10 @@ class Episode:
             self.pull_axis = front_normal(self.region, face, cloud.points)
         if intent.next_action is NextAction.PUSH and self.dest_region is not None and len(self.dest_region):
             self.push_goal = push_goal(self.dest_region)
+        if intent.next_action is NextAction.POUR and category(intent.target).is_spout(intent.use_region):
+            spout = spout_direction(self.parts.get(intent.use_region or "", np.empty((0, 3))), cloud.center)
+            if spout is not None:
+                self.tilt_axis = np.cross([0.0, 0.0, 1.0], spout)
 
     # Candidates and ranking -------------------------------------------------------------------
 
@@ -254,8 +262,10 @@ class Episode:
         if self.intent.next_action is NextAction.PUSH and self.push_goal is None:
             self.candidates = []
             return self.candidates
+        use = self.parts.get(self.intent.use_region) if self.intent.use_region else None
         ctx = SamplerContext(intent=self.intent, region=self.region, cloud=self.cloud, gripper=self.gripper,
-                             pull_axis=self.pull_axis, push_goal=self.push_goal, seed=self.seed)
+                             pull_axis=self.pull_axis, push_goal=self.push_goal,
+                             use_region=None if use is None or len(use) == 0 else use, seed=self.seed)
         self.candidates = propose(ctx, ("push",) if self.push_goal is not None else self.samplers)
         return self.candidates
 
@@ -269,6 +279,9 @@ class Episode:
         cfg = terms or TermsConfig(gripper=gripper_geometry(self.gripper))
         if self.pull_axis is not None:  # the executor meets a handle on a front frontally
             cfg = dataclasses.replace(cfg, preferred_approach=tuple(-self.pull_axis))
+        elif self.tilt_axis is not None:  # a spout's pour is held from the side too (``HoldsTilt``)
+            tx, ty, tz = (float(v) for v in self.tilt_axis)
+            cfg = dataclasses.replace(cfg, other_approaches=((tx, ty, tz), (-tx, -ty, -tz)))
         reach = None
         if cfg.reach_source == "arm" or with_arm_reach:
             assert self.arm_q is not None

@@ -30,6 +30,7 @@ its limits.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -425,6 +426,31 @@ def contact_point(region: np.ndarray, config: Stage1Config) -> np.ndarray:
     return region[int(i)]
 
 
+def _grasp_along(p: np.ndarray, d: np.ndarray, local: np.ndarray, config: Stage1Config) -> GraspCandidate:
+    """The grasp at contact point ``p`` approached along ``d``: fingers across the local
+    geometry (``closing_axis``), the TCP on the part's mid-plane along the approach line."""
+    y = closing_axis(local, d, config.isotropy_ratio)
+    # Along the approach line through p the fingers first meet the part at t_min (0 when p
+    # faces the gripper; below 0 when the snapped p sits on the far side of a thin bar).
+    rel = local - p
+    along = rel @ d
+    t = along[np.linalg.norm(rel - np.outer(along, d), axis=1) <= config.line_radius]
+    t_min = float(min(t.min(), 0.0)) if len(t) else 0.0
+    t_max = float(max(t.max(), 0.0)) if len(t) else 0.0
+    depth = min(config.max_depth, config.depth_fraction * (t_max - t_min))
+    # Centre the fingers on the part across the closing axis: the fingers close
+    # symmetrically about the TCP and the arm does not yield, so an off-centre TCP leaves
+    # one finger in the air.
+    tcp = p + (t_min + depth) * d
+    between = local[np.abs((local - tcp) @ d) <= config.max_depth]  # what the pads close on
+    return GraspCandidate(
+        position=tcp + (_mid(between - tcp, y) * y if config.center_on_part else 0.0),
+        rotation=_orient_like_home(y, d),
+        width=_width(_extent(local, y), config.width_margin, config.max_width),
+        source="affordance",
+    )
+
+
 def sample_affordance_grasps(
     region_points: np.ndarray, cloud: ObjectCloud, config: Stage1Config, normal: np.ndarray | None = None
 ) -> list[GraspCandidate]:
@@ -471,28 +497,7 @@ def sample_affordance_grasps(
     if config.include_normal:
         directions = np.vstack([directions, -n])
     for d in directions:
-        y = closing_axis(local, d, config.isotropy_ratio)
-        # Along the approach line through p the fingers first meet the part at t_min (0 when p
-        # faces the gripper; below 0 when the snapped p sits on the far side of a thin bar).
-        rel = local - p
-        along = rel @ d
-        t = along[np.linalg.norm(rel - np.outer(along, d), axis=1) <= config.line_radius]
-        t_min = float(min(t.min(), 0.0)) if len(t) else 0.0
-        t_max = float(max(t.max(), 0.0)) if len(t) else 0.0
-        depth = min(config.max_depth, config.depth_fraction * (t_max - t_min))
-        # Centre the fingers on the part across the closing axis: the fingers close
-        # symmetrically about the TCP and the arm does not yield, so an off-centre TCP leaves
-        # one finger in the air.
-        tcp = p + (t_min + depth) * d
-        between = local[np.abs((local - tcp) @ d) <= config.max_depth]  # what the pads close on
-        out.append(
-            GraspCandidate(
-                position=tcp + (_mid(between - tcp, y) * y if config.center_on_part else 0.0),
-                rotation=_orient_like_home(y, d),
-                width=_width(_extent(local, y), config.width_margin, config.max_width),
-                source="affordance",
-            )
-        )
+        out.append(_grasp_along(p, d, local, config))
     if config.include_topdown:
         out.extend(_topdown_grasps(region, p, config))
     for i, cand in enumerate(out):
@@ -530,6 +535,155 @@ def _topdown_grasps(region: np.ndarray, p: np.ndarray, config: Stage1Config) -> 
             )
         )
     return out
+
+
+def sample_tilt_grasps(
+    region_points: np.ndarray,
+    tilt_axis: np.ndarray,
+    center: np.ndarray,
+    config: Stage1Config,
+    num_points: int = 6,
+    obstacles: np.ndarray | None = None,
+    finger_length: float = 0.05,
+    max_towards_body: float = 0.7,
+    travel: float = 0.1,
+) -> list[GraspCandidate]:
+    """Grasps on a handle that hold a container tipped about a horizontal ``tilt_axis``.
+
+    Why: a parallel-jaw grasp holds a turn about its *closing* axis by the pads' torsional
+    friction alone (a pour about the line through the pads lets a 1 kg kettle turn in the
+    fingers), a turn about the bar it closes on by sliding friction on the bar's small radius
+    (the bar rolls), but a turn about its *approach* axis only by pushing the fingers apart,
+    with the pads' width as the lever. So these grasps approach along the tilt axis, from
+    either side, where the part runs across that axis; the pour then turns the hand about its
+    own approach axis (the wrist's last joint, the one with the most range).
+
+    Args:
+        region_points: (M, 3) world points of the part to hold (a kettle's handle).
+        tilt_axis: The pour's tilt axis (world; made horizontal and unit here).
+        center: The container's centre (world): contact points are taken behind it (away
+            from the spout, which lies towards ``tilt_axis x up``) and on the outer half of the
+            part, away from its axis, where the inner finger has room (not against the body a
+            loop handle springs from).
+        config: Stage 1's local geometry, depth and width settings.
+        num_points: Contact points spread over the region (farthest-point order from the
+            point nearest its centroid); each gives two grasps, one per side.
+        obstacles: Points the fingers must not sweep through on their way in (the whole
+            object's cloud: in a loop's corner the inner finger meets the loop's other side);
+            None skips the test.
+        finger_length: From the TCP back to the finger bases (m): the part of the hand that
+            sweeps past the bar.
+        max_towards_body: Largest horizontal component of the closing axis along the direction
+            from the container's axis out to the contact point: a pinch across a loop handle's
+            back bar closes towards the body and lays the hand's long side against it.
+        travel: How far the fingers come in along the approach (the pre-grasp offset, m).
+
+    Returns:
+        Up to ``2 * num_points`` candidates, ``source="affordance"``: none at points where the
+        part runs within 60 deg of the tilt axis, none closing towards the body, none whose
+        fingers or hand would sweep through ``obstacles``, none for a vertical ``tilt_axis``.
+    """
+    region = _validated_points(region_points, "region_points")
+    t = np.asarray(tilt_axis, dtype=float).copy()
+    t[2] = 0.0
+    if np.linalg.norm(t) < 1e-6:
+        return []
+    t = _unit(t)
+    tree = cKDTree(region)
+    c = np.asarray(center, dtype=float)[:2]
+    # The spout lies towards t x up: contact points behind the axis only (a grounding that
+    # bleeds onto the spout must not put the hand there), on the outer half of what is left.
+    behind = region[(region[:, :2] - c) @ np.cross(t, [0.0, 0.0, 1.0])[:2] < 0]
+    if len(behind) == 0:
+        return []
+    radial = np.linalg.norm(behind[:, :2] - c, axis=1)
+    outer = behind[radial >= 0.5 * (radial.min() + radial.max())]
+    chosen = [int(np.argmin(np.linalg.norm(outer - outer.mean(axis=0), axis=1)))]
+    dist = np.linalg.norm(outer - outer[chosen[0]], axis=1)
+    while len(chosen) < min(num_points, len(outer)):
+        chosen.append(int(np.argmax(dist)))
+        dist = np.minimum(dist, np.linalg.norm(outer - outer[chosen[-1]], axis=1))
+    out: list[GraspCandidate] = []
+    for i in chosen:
+        p = outer[i]
+        local = _local_points(region, tree, p, config.local_radius, config.num_neighbors)
+        if len(local) < 3:
+            continue
+        centred = local - local.mean(axis=0)
+        along = np.linalg.eigh(centred.T @ centred)[1][:, -1]  # where the bar runs
+        if abs(float(along @ t)) > 0.5:  # a bar along the axis would roll between the pads
+            continue
+        axis_point = _tube_axis_point(local, p, along)
+        outward = p[:2] - np.asarray(center, dtype=float)[:2]
+        outward /= np.linalg.norm(outward) + 1e-12
+        for sign in (1.0, -1.0):
+            cand = _grasp_along(p, sign * t, local, config)
+            # The hand is long along its closing axis (the Franka Hand 21 cm): closing towards
+            # the body the handle springs from puts the hand's side against the part of the
+            # body the camera did not see, which pushes the object away before the fingers close.
+            if abs(float(cand.rotation[:2, 1] @ outward)) > max_towards_body:
+                continue
+            if axis_point is not None:
+                # From one view the pads would close on the seen half of the bar: put the TCP on
+                # the bar's axis instead, both along the approach and across it.
+                cand = dataclasses.replace(cand, position=axis_point)
+            if obstacles is None or _fingers_clear(cand, obstacles, finger_length, travel):
+                out.append(cand)
+    return out
+
+
+_FINGER_HALF_WIDTH = 0.011
+"""Half the width of a finger across the closing axis (m): the Franka Hand's are ~2 cm."""
+_FINGER_THICKNESS = 0.01
+"""A finger's thickness along the closing axis (m), outside the opening."""
+
+
+_HAND_HALF_LENGTH = 0.105
+"""Half the hand body's length along the closing axis (m): the Franka Hand is ~0.21 m long."""
+_HAND_HALF_THICKNESS = 0.035
+"""Half the hand body's thickness across the closing axis (m)."""
+_HAND_DEPTH = 0.05
+"""How far the hand body reaches back from the finger bases along the approach (m)."""
+
+
+def _fingers_clear(cand: GraspCandidate, points: np.ndarray, finger_length: float, travel: float,
+                   tolerance: int = 3) -> bool:
+    """Whether the open fingers and the hand body behind them come in along the approach
+    (``travel`` m) to ``cand`` without sweeping through more than ``tolerance`` of ``points``
+    (depth noise) with the fingers, or any with the hand. The planner lets the hand touch the
+    grasped object on this line, so a hand that meets the object's body on the way in would
+    push the object away before the fingers close."""
+    local = (np.asarray(points, dtype=float) - cand.position) @ np.asarray(cand.rotation, dtype=float)
+    inner = 0.5 * cand.width
+    x, y, z = np.abs(local[:, 0]), np.abs(local[:, 1]), local[:, 2]
+    fingers = (x <= _FINGER_HALF_WIDTH) & (y >= inner) & (y <= inner + _FINGER_THICKNESS) & (
+        z >= -(finger_length + travel)) & (z <= 0.005)
+    hand = (x <= _HAND_HALF_THICKNESS) & (y <= _HAND_HALF_LENGTH) & (
+        z >= -(finger_length + _HAND_DEPTH + travel)) & (z <= -finger_length)
+    # The hand body is not where a noisy pixel lands by chance: any point there is the object.
+    return int(fingers.sum()) <= tolerance and not bool(hand.any())
+
+
+def _tube_axis_point(local: np.ndarray, p: np.ndarray, along: np.ndarray,
+                     radius_range: tuple[float, float] = (0.003, 0.02)) -> np.ndarray | None:
+    """The point on a round bar's axis next to ``p``, from a circle fitted to the bar's seen
+    surface in the plane across it (``along`` the bar's direction); None when the slab holds
+    too few points or the fitted radius is not a handle's."""
+    rel = local - p
+    slab = local[np.abs(rel @ along) <= 0.01]
+    if len(slab) < 8:
+        return None
+    e1, e2 = _perpendicular_basis(along)
+    uv = np.column_stack([(slab - p) @ e1, (slab - p) @ e2])
+    # Kasa's algebraic fit: x^2 + y^2 + D x + E y + F = 0, linear in D, E, F.
+    a = np.column_stack([uv, np.ones(len(uv))])
+    b = -(uv**2).sum(axis=1)
+    (d, e, f), *_ = np.linalg.lstsq(a, b, rcond=None)
+    c = np.array([-d / 2.0, -e / 2.0])
+    r2 = float(c @ c - f)
+    if r2 <= 0 or not radius_range[0] <= np.sqrt(r2) <= radius_range[1]:
+        return None
+    return p + c[0] * e1 + c[1] * e2
 
 
 def _is_elongated(cloud: ObjectCloud, extents: np.ndarray, config: AxisGraspConfig) -> bool:

@@ -11,6 +11,9 @@ their candidates as one set (``index_candidates``), so every method downstream r
 * ``axis``: AffordSim's Regime A for objects without functional parts (a banana, a cube) or
   held by their whole body (a carrot with its leaves, a boxed lid), across the middle of the
   long axis;
+* ``tilt``: for a pour from a spout, grasps on the handle approached along the pour's tilt axis,
+  which hold the tipped container by the pads' normal forces rather than their torsional friction
+  (``sample_tilt_grasps``); none for other actions or a container poured over its rim;
 * ``push``: for a push onto a goal, contacts low on the back of the pushed region, the hand
   pitched with its fingertips leading (:mod:`afford_planner.push`); none without a goal;
 * ``antipodal``: a generic antipodal sampler over the whole cloud, blind to affordances (the
@@ -25,11 +28,12 @@ from typing import ClassVar
 
 import numpy as np
 
+from afford_core.geometry import spout_direction
 from afford_core.grasp import GraspCandidate
-from afford_core.ontology import category
+from afford_core.ontology import CATEGORIES, category
 from afford_core.registry import Registry
 from afford_core.robots import GripperDescription
-from afford_core.types import Intent, ObjectCloud
+from afford_core.types import Intent, NextAction, ObjectCloud
 from afford_planner.antipodal import AntipodalConfig, sample_antipodal_grasps
 from afford_planner.candidates import (
     AxisGraspConfig,
@@ -39,10 +43,11 @@ from afford_planner.candidates import (
     sample_affordance_grasps,
     sample_axis_grasps,
     sample_enclosing_grasps,
+    sample_tilt_grasps,
 )
 from afford_planner.push import push_contacts_towards
 
-DEFAULT_SAMPLERS: tuple[str, ...] = ("affordance", "enclosing", "axis")
+DEFAULT_SAMPLERS: tuple[str, ...] = ("affordance", "enclosing", "axis", "tilt")
 """What the pipeline runs, in this order (the order numbers the candidates)."""
 
 
@@ -57,6 +62,8 @@ class SamplerContext:
         gripper: The hand: its stroke and pad length bound every grasp.
         pull_axis: A furniture front's outward normal, if any (the handle is approached along it).
         push_goal: Where a pushed object's centre must go (world), if the task pushes.
+        use_region: The grounded part the object is used by after the grasp (a kettle's
+            spout for a pour), if the task names one.
         seed: Seed of any random draw.
     """
 
@@ -66,6 +73,7 @@ class SamplerContext:
     gripper: GripperDescription
     pull_axis: np.ndarray | None = None
     push_goal: np.ndarray | None = None
+    use_region: np.ndarray | None = None
     seed: int = 0
 
     @property
@@ -143,6 +151,29 @@ class AxisSampler(GraspSampler):
         cat = category(ctx.intent.target)
         holds_body = "grasp_body" in cat.affordances.get(ctx.intent.grasp_region, ())
         return holds_body and not cat.parts_with("grasp_handle") and not EnclosingSampler().sample(ctx)
+
+
+@SAMPLERS.register("tilt")
+class TiltSampler(GraspSampler):
+    """Handle grasps that hold a pour from a spout (approach along the tilt axis); none else."""
+
+    def sample(self, ctx: SamplerContext) -> list[GraspCandidate]:
+        cat = CATEGORIES.get(ctx.intent.target)
+        if (ctx.intent.next_action is not NextAction.POUR or ctx.use_region is None or cat is None
+                or not cat.is_spout(ctx.intent.use_region)):
+            return []
+        out = spout_direction(ctx.use_region, np.asarray(ctx.cloud.center, dtype=float))
+        if out is None:
+            return []
+        extent = float(np.max(np.ptp(ctx.region, axis=0)))
+        config = Stage1Config(
+            center_on_part=True,
+            bandwidth=float(np.clip(0.3 * extent, 0.02, 0.06)),
+            max_width=ctx.gripper.max_width,
+            max_depth=ctx.gripper.pad_length,
+        )
+        return sample_tilt_grasps(ctx.region, np.cross([0.0, 0.0, 1.0], out), ctx.cloud.center, config,
+                                  obstacles=ctx.cloud.points, finger_length=ctx.gripper.finger_length)
 
 
 @SAMPLERS.register("push")

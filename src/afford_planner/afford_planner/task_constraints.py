@@ -16,8 +16,10 @@ the selection layer.
     PLACE, STACK,       clearance(bottom face): the fingers stay above the object's bottom, or
     INSERT              they hit the support (or the hole's rim) when the object is set down
     POUR                keep_part_clear(use region: intent.use_region, else the target's
-                        "pour_out" part in the ontology: a kettle's spout, a mug's rim) and
-                        approach_from the side opposite it, so the liquid's path is free
+                        "pour_out" part in the ontology: a kettle's spout, a mug's rim), so the
+                        liquid's path is free; for a spout (off to one side) also holds_tilt:
+                        the approach along the tilt axis, so the pads' normal forces, not their
+                        torsional friction, hold the container as it tips
     HANG                approach_from the side opposite the part that hangs (the target's
                         "hang" part in the ontology: a mug's handle), so the handle stays free
                         to slide onto the hook
@@ -35,7 +37,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.spatial import ConvexHull, QhullError, cKDTree
+from scipy.spatial.transform import Rotation
 
+from afford_core.geometry import spout_direction
 from afford_core.grasp import GraspCandidate
 from afford_core.ontology import CATEGORIES
 from afford_core.types import Intent, NextAction
@@ -210,6 +214,68 @@ class ApproachFrom(Constraint):
 
 
 @dataclass
+class HoldsTilt(Constraint):
+    """holds_tilt: the grasp holds the container's weight while it is tipped to pour.
+
+    A parallel-jaw grasp resists a turn about its *approach* axis by shape: the part would
+    have to push the fingers apart, with the pads' width as the lever. About its *closing*
+    axis only the pads' torsional friction resists, and about the third axis (along a bar it
+    closes across) only sliding friction on the bar's small radius (the bar rolls): a 0.5-1.2
+    kg kettle held by its handle and tipped about the line through the pads turns in the
+    fingers. So the weight's lever about those two weak axes, per unit weight, is the measure:
+    with r from the TCP to the container's centre and g(theta) gravity in the container's frame
+    as it tips about ``axis`` by theta in [0, tilt_deg],
+
+        L = max_theta |((r x g(theta)) . x, (r x g(theta)) . y)|    (x, y the grasp's axes)
+        s = 1 for L <= full_lever,  floor for L >= zero_lever,  linear in between.
+
+    A grasp from the side on a kettle's loop handle (approach along the tilt axis) has L near
+    0; a top-down grasp on the same handle has the handle's whole reach (~10 cm). The floor
+    keeps a grasp that relies on friction as a last resort for a light container, ranked below
+    every grasp that holds by shape.
+
+    Attributes:
+        axis: The tilt axis (world, horizontal); the container's top tips towards
+            ``axis x up`` (its spout). Normalised here.
+        center: The container's centre (world), standing in for its centre of mass.
+        tilt_deg: Largest tilt of the pour (the pour skill's ``pour_tilt_deg``).
+        full_lever / zero_lever: Levers (m) that score 1 and ``floor``.
+        floor: Score of a grasp whose lever reaches ``zero_lever``.
+    """
+
+    axis: np.ndarray
+    center: np.ndarray
+    tilt_deg: float = 80.0
+    full_lever: float = 0.02
+    zero_lever: float = 0.08
+    floor: float = 0.25
+
+    def __post_init__(self) -> None:
+        self.axis = _as_direction(self.axis, "holds_tilt")
+        self.center = np.asarray(self.center, dtype=np.float64).reshape(3)
+        if not (0.0 < self.tilt_deg < 180.0) or not (0.0 <= self.floor <= 1.0):
+            raise ValueError(
+                f"need 0 < tilt_deg < 180 and 0 <= floor <= 1, got {self.tilt_deg}, {self.floor}"
+            )
+        if not (0.0 <= self.full_lever < self.zero_lever):
+            raise ValueError(f"need 0 <= full_lever < zero_lever, got {self.full_lever}, {self.zero_lever}")
+        self.name = "holds_tilt"
+        # Gravity as the container sees it, tipped by theta about the axis: rotated by -theta.
+        thetas = np.deg2rad(np.linspace(0.0, self.tilt_deg, 9))
+        self._gravity = Rotation.from_rotvec(-np.outer(thetas, self.axis)).apply([0.0, 0.0, -1.0])
+
+    def lever(self, cand: GraspCandidate) -> float:
+        """L of the class docstring (m)."""
+        rot = np.asarray(cand.rotation, dtype=np.float64)
+        moments = np.cross(self.center - cand.position, self._gravity)  # (T, 3)
+        weak = moments @ rot[:, :2]  # about the grasp's x (along the pads) and y (closing)
+        return float(np.max(np.linalg.norm(weak, axis=1)))
+
+    def score(self, cand: GraspCandidate) -> float:
+        return self.floor + (1.0 - self.floor) * _ramp(self.lever(cand), self.zero_lever, self.full_lever)
+
+
+@dataclass
 class AvoidOccluding(Constraint):
     """avoid_occluding: the gripper stays off the camera's line of sight to a point.
 
@@ -292,6 +358,8 @@ class TaskConstraintConfig:
         min_side_offset: A part whose centroid is closer than this, horizontally, to the object
             centre (a rim all around) defines no side; no approach_from is compiled for it (m).
         occlusion_margin: avoid_occluding scores 1 this far from the sight line (m).
+        pour_tilt_deg: How far a pour tips the container (holds_tilt); the pour skill's
+            ``SkillConfig.pour_tilt_deg``.
         gripper: Skeleton all distances are measured from.
     """
 
@@ -303,6 +371,7 @@ class TaskConstraintConfig:
     side_zero_deg: float = 135.0
     min_side_offset: float = 0.01
     occlusion_margin: float = 0.04
+    pour_tilt_deg: float = 80.0
     gripper: GripperGeometry = field(default_factory=GripperGeometry)
 
     def __post_init__(self) -> None:
@@ -401,7 +470,12 @@ def compile_constraints(
         use = intent.use_region or next(iter(_parts_affording(intent.target, "pour_out", cloud_parts)), None)
         if use is not None and use != intent.grasp_region and not centred(use):
             keep_clear(use, f"{action.value} (use region)")
-            side_opposite(use, f"{action.value} (use region)")
+            cat = CATEGORIES.get(intent.target)
+            out_dir = spout_direction(_part(cloud_parts, use, f"{action.value} (use region)"), center)
+            if cat is not None and cat.is_spout(use) and out_dir is not None:
+                out.append(HoldsTilt(np.cross(up, out_dir), center, cfg.pour_tilt_deg))
+            else:  # no spout to tip towards: the far side keeps the pouring part free
+                side_opposite(use, f"{action.value} (use region)")
     elif action == NextAction.HANG:
         for part in _parts_affording(intent.target, "hang", cloud_parts):
             if part != intent.grasp_region:

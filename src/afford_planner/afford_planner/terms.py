@@ -191,6 +191,9 @@ class TermsConfig:
             planner; the default) or ``"box"`` (AFFORD-X's workspace box).
         preferred_approach: Approach the executor prefers, in the base frame; normalised here.
             Top-down (0, 0, -1) by default.
+        other_approaches: Further approaches the next step prefers as much (a pour from a
+            spout: along its tilt axis, either way); the approach term takes the nearest of
+            these and ``preferred_approach``. Normalised here.
         approach_floor: Lowest approach score; every approach more than arccos(floor) from the
             preferred one (72.5 deg for 0.3), the opposite one included, scores the floor.
         clearance_margin: Distance from the gripper skeleton at which an obstacle no longer
@@ -208,6 +211,7 @@ class TermsConfig:
     reach_outside: float = 0.1
     reach_source: ReachSource = "arm"
     preferred_approach: tuple[float, float, float] = (0.0, 0.0, -1.0)
+    other_approaches: tuple[tuple[float, float, float], ...] = ()
     approach_floor: float = 0.3
     clearance_margin: float = 0.05
     gate_threshold: float = 0.5
@@ -233,6 +237,13 @@ class TermsConfig:
         if norm < 1e-9:
             raise ValueError("preferred_approach must be a nonzero direction")
         object.__setattr__(self, "preferred_approach", tuple(float(v) for v in d / norm))
+        others = []
+        for v in self.other_approaches:
+            o = _vec3(v, "other_approaches")
+            if float(np.linalg.norm(o)) < 1e-9:
+                raise ValueError("other_approaches must be nonzero directions")
+            others.append(tuple(float(x) for x in o / np.linalg.norm(o)))
+        object.__setattr__(self, "other_approaches", tuple(others))
         if not (0.0 <= self.approach_floor <= 1.0):
             raise ValueError(f"approach_floor must be in [0, 1], got {self.approach_floor}")
         if not self.clearance_margin > 0:
@@ -259,9 +270,10 @@ def approach_term(cand: GraspCandidate, config: TermsConfig) -> float:
     """a = max(floor, cos t), t the angle between the candidate's approach and the preferred one.
 
     With the default floor 0.3: 1 for exactly top-down, 0.5 at 60 deg, 0.3 from 72.5 deg on,
-    which includes horizontal (cos = 0) and upward approaches (cos < 0).
+    which includes horizontal (cos = 0) and upward approaches (cos < 0). With
+    ``other_approaches``, t is the angle to the nearest of them and the preferred one.
     """
-    cos = float(np.dot(cand.approach, config.preferred_approach))
+    cos = max(float(np.dot(cand.approach, d)) for d in (config.preferred_approach, *config.other_approaches))
     return max(config.approach_floor, min(1.0, cos))
 
 

@@ -336,3 +336,68 @@ def test_fingers_are_centred_on_a_bar_seen_from_above() -> None:
     assert np.allclose(frontal.approach, [1.0, 0.0, 0.0])
     assert abs(frontal.closing_axis[2]) > 0.99  # closes across the bar's height
     assert frontal.position[2] == pytest.approx(0.007, abs=1.5e-3)
+
+
+def _loop_handle(radius: float = 0.009, seen_from: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A kettle's loop handle on -x: a tube of ``radius`` around a rounded-rectangle path in the
+    xz plane, from the body's wall (x = -0.06) out to x = -0.12, z in [0.04, 0.11]; returns
+    (surface points, centreline). With ``seen_from``, only the half facing that direction."""
+    s = np.linspace(0, 1, 60)
+    top = np.column_stack([-0.06 - 0.06 * s, np.zeros_like(s), np.full_like(s, 0.11)])
+    back = np.column_stack([np.full_like(s, -0.12), np.zeros_like(s), 0.11 - 0.07 * s])
+    bottom = np.column_stack([-0.12 + 0.06 * s, np.zeros_like(s), np.full_like(s, 0.04)])
+    line = np.vstack([top, back, bottom])
+    tangent = np.gradient(line, axis=0)
+    tangent /= np.linalg.norm(tangent, axis=1, keepdims=True)
+    pts = []
+    for p, t in zip(line, tangent, strict=True):
+        u = np.cross(t, [0.0, 1.0, 0.0])
+        u /= np.linalg.norm(u)
+        v = np.cross(t, u)
+        for a in np.linspace(0, 2 * np.pi, 24, endpoint=False):
+            pts.append(p + radius * (np.cos(a) * u + np.sin(a) * v))
+    surface = np.asarray(pts)
+    if seen_from is not None:
+        keep = []
+        for q in surface:
+            axis_pt = line[np.argmin(np.linalg.norm(line - q, axis=1))]
+            keep.append(float((q - axis_pt) @ seen_from) > 0)
+        surface = surface[np.asarray(keep)]
+    return surface, line
+
+
+def test_tilt_grasps_approach_along_the_tilt_axis_and_hold_the_bar_on_its_axis() -> None:
+    """A kettle tipping about +y (spout on +x) is held from the side: every grasp approaches
+    along +-y, the TCP on the handle's axis (from a circle fitted across the bar, so a camera
+    that sees one half of the bar does not leave the pads closing on that half), and none
+    closes towards the body (the hand's long side would meet it)."""
+    from afford_planner.candidates import sample_tilt_grasps
+
+    body = _cylinder(radius=0.06, height=0.15)
+    for seen in (None, np.array([0.0, 1.0, 0.3])):
+        handle, line = _loop_handle(seen_from=seen)
+        cands = sample_tilt_grasps(handle, np.array([0.0, 1.0, 0.0]), np.zeros(3),
+                                   Stage1Config(center_on_part=True), obstacles=np.vstack([body, handle]))
+        assert cands, "the outer half of a loop handle has room for a side grasp"
+        for c in cands:
+            assert abs(c.approach[1]) > 0.999
+            assert np.min(np.linalg.norm(line - c.position, axis=1)) < 0.003
+            assert abs(c.closing_axis[0]) <= 0.7  # not closing towards the body on -x
+            assert c.position[0] < -0.09  # on the handle's outer half
+
+
+def test_tilt_grasps_refuse_what_cannot_hold_or_reach() -> None:
+    from afford_planner.candidates import sample_tilt_grasps
+
+    handle, _ = _loop_handle()
+    config = Stage1Config(center_on_part=True)
+    assert sample_tilt_grasps(handle, np.array([0.0, 0.0, 1.0]), np.zeros(3), config) == []
+    # A bar along the tilt axis would roll between the pads.
+    rod = _bar(np.array([-0.1, 0.0, 0.1]), np.array([0.0, 1.0, 0.0]), 0.1, 0.009)
+    assert sample_tilt_grasps(rod, np.array([0.0, 1.0, 0.0]), np.zeros(3), config) == []
+    # A wall beside the handle, where the hand comes in from either side: nothing survives.
+    g = np.linspace(-0.2, 0.0, 30)
+    walls = [np.column_stack([gx.ravel(), np.full(gx.size, y), gz.ravel()])
+             for y in (0.03, -0.03) for gx, gz in [np.meshgrid(g, np.linspace(0.0, 0.2, 30))]]
+    assert sample_tilt_grasps(handle, np.array([0.0, 1.0, 0.0]), np.zeros(3), config,
+                              obstacles=np.vstack([handle, *walls])) == []

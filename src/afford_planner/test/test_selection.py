@@ -20,6 +20,7 @@ from afford_planner.task_constraints import (
     ApproachFrom,
     AvoidOccluding,
     FaceClearance,
+    HoldsTilt,
     KeepPartClear,
     TaskContext,
     compile_constraints,
@@ -90,6 +91,18 @@ def test_approach_is_the_cosine_to_top_down_with_a_floor(approach: np.ndarray, e
     """The executor's IK and pre-grasp are built for top-down; a side or upward approach is
     harder but not impossible, hence the floor of 0.3 rather than 0."""
     assert approach_term(grasp(TCP, approach), CFG) == pytest.approx(expected)
+
+
+def test_other_approaches_score_as_the_preferred_one() -> None:
+    """A pour from a spout is held from the side, along its tilt axis, either way: those
+    approaches score as top-down does; one across the axis still scores the floor."""
+    cfg = TermsConfig(other_approaches=((2.0, 0.0, 0.0), (-1.0, 0.0, 0.0)))
+    assert cfg.other_approaches == ((1.0, 0.0, 0.0), (-1.0, 0.0, 0.0))
+    assert approach_term(grasp(TCP, [1.0, 0.0, 0.0], closing=[0, 0, 1]), cfg) == 1.0
+    assert approach_term(grasp(TCP, [-1.0, 0.0, 0.0], closing=[0, 0, 1]), cfg) == 1.0
+    assert approach_term(grasp(TCP, DOWN), cfg) == 1.0
+    assert approach_term(grasp(TCP, [0.0, 1.0, 0.0], closing=[0, 0, 1]), cfg) == pytest.approx(0.3)
+    assert approach_term(grasp(TCP, [1.0, 0.0, 0.0], closing=[0, 0, 1]), CFG) == pytest.approx(0.3)
 
 
 def test_clearance_is_half_at_two_and_a_half_centimetres() -> None:
@@ -184,6 +197,7 @@ def test_reach_can_come_from_the_arm_instead_of_the_box() -> None:
         {"workspace_min": (1.0, -0.5, 0.0)},
         {"reach_outside": 1.0},
         {"preferred_approach": (0.0, 0.0, 0.0)},
+        {"other_approaches": ((0.0, 0.0, 0.0),)},
         {"approach_floor": 1.5},
         {"clearance_margin": 0.0},
         {"function_full": 0.09},
@@ -267,8 +281,8 @@ def test_open_compiles_approach_from_the_front() -> None:
 
 
 def test_place_and_pour_compile_their_faces_and_parts() -> None:
-    """Placing needs the bottom free; pouring from a kettle needs the spout free and the hand
-    on the far side of it."""
+    """Placing needs the bottom free; pouring from a kettle needs the spout free and a grasp
+    that holds the kettle as it tips towards the spout."""
     parts = _mug_parts()
     (bottom,) = compile_constraints(Intent("mug", "handle", NextAction.PLACE), parts, TaskContext())
     assert bottom.name == "clearance:bottom"
@@ -280,7 +294,7 @@ def test_place_and_pour_compile_their_faces_and_parts() -> None:
         c.name
         for c in compile_constraints(Intent("kettle", "handle", NextAction.POUR), kettle, TaskContext())
     ]
-    assert names == ["keep_part_clear:spout", "approach_from:opposite_spout"]
+    assert names == ["keep_part_clear:spout", "holds_tilt"]
     # A mug pours over its rim, which is all around: no side to approach from, and no hand on
     # the body can keep it clear (the pour skill tilts away from the fingers instead).
     names = [
@@ -539,3 +553,29 @@ def test_stage1_on_a_hammer_then_selection_picks_the_handle() -> None:
     # With the table as an obstacle every grasp of a 2 cm-high handle is gated: the rule abstains.
     fill_terms(cands, handle, obstacle_points=table, config=CFG)
     assert select(cands, SelectionConfig(level="L2")).abstained
+
+
+def test_holds_tilt_prefers_the_grasp_whose_pads_hold_the_pour_by_shape() -> None:
+    """A kettle at x = 0.4 with its handle on +y and its spout on -y tips about +x. Held from
+    the side (approach along x, the pads across the handle's bar), the weight turns the hand
+    about its own approach axis, which the pads hold by shape: lever 0. Held from above with
+    the pads closing along x, the weight turns the kettle about the line through the pads,
+    which only their torsional friction holds: the handle's 6 cm reach is the lever."""
+    parts = _mug_parts()
+    kettle = {"handle": parts["handle"], "body": parts["body"], "spout": parts["handle"] - [0, 0.12, 0]}
+    centre = (0.4, 0.0, 0.05)
+    (_, hold) = compile_constraints(
+        Intent("kettle", "handle", NextAction.POUR), kettle, TaskContext(object_center=centre)
+    )
+    assert hold.name == "holds_tilt" and np.allclose(hold.axis, [1.0, 0.0, 0.0])
+    side = grasp([0.4, 0.06, 0.05], approach=[1.0, 0.0, 0.0], closing=[0.0, 0.0, 1.0])
+    top = grasp([0.4, 0.06, 0.08], approach=DOWN, closing=[1.0, 0.0, 0.0])
+    assert hold.lever(side) == pytest.approx(0.0, abs=1e-9)
+    assert hold.score(side) == 1.0
+    assert 0.06 <= hold.lever(top) <= np.hypot(0.06, 0.03) + 1e-9  # the reach, then the drop below
+    assert hold.floor <= hold.score(top) < 0.6
+    # Nothing holds a 10 cm lever: the floor, not a veto (a light container may still pour).
+    far = grasp([0.4, 0.16, 0.05], approach=DOWN, closing=[1.0, 0.0, 0.0])
+    assert hold.score(far) == pytest.approx(hold.floor)
+    with pytest.raises(ValueError, match="full_lever"):
+        HoldsTilt([1.0, 0.0, 0.0], np.zeros(3), full_lever=0.1, zero_lever=0.05)

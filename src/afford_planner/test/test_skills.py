@@ -178,3 +178,57 @@ def test_a_vessel_is_aimed_at_its_mouth_and_a_flat_receiver_at_its_median() -> N
     plate = np.column_stack([rng.uniform(0.3, 0.5, 400), rng.uniform(0.0, 0.3, 400),
                              rng.uniform(0, 0.015, 400)])
     assert np.allclose(receiving_centre(plate), np.median(plate[:, :2], axis=0))
+
+
+class _FakePlan:
+    def __init__(self, waypoints: list[np.ndarray]) -> None:
+        self.success = True
+        self.reason = ""
+        self.waypoints = np.asarray(waypoints)
+
+
+def test_a_pour_that_runs_a_joint_into_its_limit_is_tried_from_another_ik_branch(monkeypatch) -> None:  # noqa: ANN001
+    """The carry goes to the IK solution nearest the arm; when the 80 deg turn from there runs
+    the wrist into its limit, another solution of the redundant arm at the same pose is tried,
+    its whole turn checked before anything moves, and the carry planned to that one."""
+    from afford_planner.skills.motions import SkillError, SkillRunner
+
+    q0, near, other = np.zeros(7), np.full(7, 0.1), np.full(7, -0.1)
+    planned: list[tuple[np.ndarray, np.ndarray]] = []
+
+    class Planner:
+        model = object()
+        world = type("W", (), {"in_collision": staticmethod(lambda q: False)})()
+        config = type("C", (), {"ik": None})()
+
+        def plan_to_pose(self, q, pose):  # noqa: ANN001, ANN202
+            return _FakePlan([q, near])
+
+        def plan(self, q, goal):  # noqa: ANN001, ANN202
+            planned.append((q, goal))
+            return _FakePlan([q, goal])
+
+    class Executor:
+        def arm_q(self) -> np.ndarray:
+            return q0
+
+    def through(self, q, poses, stage):  # noqa: ANN001, ANN202
+        if np.allclose(q, near):
+            raise SkillError(f"{stage}: no IK solution near the current arm (joint(s) 7 at their limits)")
+        return np.array([q, q + 0.01])
+
+    monkeypatch.setattr("afford_planner.ik.ik_solutions", lambda *a, **k: ([near, other], None))
+    monkeypatch.setattr(SkillRunner, "plan_through", through)
+    runner = SkillRunner(executor=Executor(), planner=Planner())  # type: ignore[arg-type]
+    with pytest.raises(SkillError, match="at their limits"):  # the nearest branch only, by default
+        runner._carry_then_through(np.eye(4), [np.eye(4)], "pour")
+    assert not planned
+    carry, down = runner._carry_then_through(np.eye(4), [np.eye(4)], "pour", branches=6)
+    assert np.allclose(carry.waypoints[-1], other) and np.allclose(down[0], other)
+    assert len(planned) == 1 and np.allclose(planned[0][1], other)
+    # No branch turns through: the reasons, once each, and nothing planned to move.
+    monkeypatch.setattr("afford_planner.ik.ik_solutions", lambda *a, **k: ([near], None))
+    planned.clear()
+    with pytest.raises(SkillError, match="joint\\(s\\) 7 at their limits") as err:
+        runner._carry_then_through(np.eye(4), [np.eye(4)], "pour", branches=6)
+    assert str(err.value).count("at their limits") == 1 and not planned

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from afford_core.geometry import cluster_nearest, perceived_center
+from afford_core.ontology import CATEGORIES
 from afford_core.types import NextAction
 from afford_planner.push import PushConfig
 from afford_planner.skills.base import SKILLS, Skill, SkillContext, Stage
@@ -130,7 +131,10 @@ class Pour(GraspSkill):
         if dest is None:
             raise ValueError("pour needs the destination's opening")
         use = ctx.intent.use_region or ctx.intent.grasp_region
-        return [("pour", lambda: ctx.runner.pour(ctx.held["obj"], use, dest)), ("untilt", ctx.runner.untilt)]
+        cat = CATEGORIES.get(ctx.intent.target)
+        spout = cat is not None and cat.is_spout(use)
+        return [("pour", lambda: ctx.runner.pour(ctx.held["obj"], use, dest, spout=spout)),
+                ("untilt", ctx.runner.untilt)]
 
 
 @SKILLS.register("open")

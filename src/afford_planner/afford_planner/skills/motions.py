@@ -19,6 +19,7 @@ from typing import Protocol
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from afford_core.geometry import spout_direction
 from afford_core.grasp import GraspCandidate
 from afford_planner.motion import MotionPlanner, PlanResult
 
@@ -403,54 +404,109 @@ class SkillRunner:
             path.append(q)
         return np.asarray(path)
 
+    def _carry_then_through(
+        self, pose: np.ndarray, poses: list[np.ndarray], stage: str, branches: int = 0
+    ) -> tuple[PlanResult, np.ndarray]:
+        """A collision-free motion to ``pose`` and the joint path through ``poses`` from there.
+
+        The arm first takes the IK solution at ``pose`` nearest its own configuration; when
+        the turn through ``poses`` runs a joint into its limit from there (a pour's 80 deg
+        tilt about the hand's own axis can take the last joint's whole range), up to
+        ``branches`` other solutions of the redundant arm are tried (none by default), each
+        with its whole turn checked before the arm moves.
+        """
+        from afford_planner.ik import ik_solutions
+
+        q0 = self.executor.arm_q()
+        reasons: list[str] = []
+        carry = self.planner.plan_to_pose(q0, pose)
+        if carry.success:
+            try:
+                return carry, self.plan_through(np.asarray(carry.waypoints)[-1], poses, stage)
+            except SkillError as err:
+                reasons.append(str(err))
+        else:
+            reasons.append(f"carry: {carry.reason}")
+        if branches < 1:
+            raise SkillError("; ".join(reasons))
+        world = self.planner.world
+        goals, _ = ik_solutions(self.planner.model, pose, q0, self.planner.config.ik, branches + 1,
+                                accept=lambda q: not world.in_collision(q))
+        tried = np.asarray(carry.waypoints)[-1] if carry.success else None
+        for goal in goals:
+            if tried is not None and np.allclose(goal, tried, atol=1e-3):
+                continue
+            try:
+                down = self.plan_through(goal, poses, stage)
+            except SkillError as err:
+                reasons.append(str(err))
+                continue
+            carry = self.planner.plan(q0, goal)
+            if carry.success:
+                return carry, down
+            reasons.append(f"carry: {carry.reason}")
+        raise SkillError("; ".join(dict.fromkeys(reasons)))
+
     def _follow_path(self, path: np.ndarray) -> None:
         if len(path) < 2:
             return
         times, qs = self.planner.time_parameterize(path, self.config.vel_scale)
         self.executor.follow(np.asarray(times), np.asarray(qs))
 
-    def pour(self, held: HeldObject, use_part: str, rim_points: np.ndarray) -> None:
+    def pour(self, held: HeldObject, use_part: str, rim_points: np.ndarray, spout: bool = False) -> None:
         """Bring the held container's lip over the receiving rim, then tilt it about the lip.
 
-        The container tips away from the hand: the tilt direction is horizontal and
-        perpendicular to the closing axis, so the tilt turns about the line through the two
-        finger pads and the stream leaves clear of the fingers. The pads' grip against turning
-        (torsional friction) carries the weight's torque, which is why a heavy kettle held by
-        its handle slips where a light cup does not. The lip is the pouring part's point
-        farthest out along the tilt direction: a spout has one side; a round rim pours from
-        the side that faces the bowl, or the other side, or with less tilt, whichever the arm
-        can reach without collision (tried in that order, planned completely before anything
-        moves).
+        From a ``spout`` (the ontology's: a part that pours out and takes nothing in), seen off
+        to one side, the container tips towards the spout, about the horizontal axis across it:
+        a kettle held by the ``tilt`` sampler's grasps turns about the hand's own approach axis,
+        which its pads hold by shape. Otherwise it tips away from the hand: the tilt direction
+        is horizontal and perpendicular to the closing axis, so the tilt turns about the line
+        through the two finger pads and the stream leaves clear of the fingers; the pads'
+        torsional friction carries the weight's torque, enough for a light cup. The lip is the
+        pouring part's point farthest out along the tilt direction: an off-centre part sets the
+        side; a round rim pours from the side that faces the bowl, or the other side, or with
+        less tilt, whichever the arm can reach without collision (tried in that order, planned
+        completely before anything moves). A spout's lip is the whole held cloud's point
+        farthest towards it, which a grounding that stops short of the tip does not move.
         """
         pose = self.current_pose()
         body = held.in_world(pose)
         lip_pts = held.in_world(pose, use_part)
         bowl_c = np.median(rim_points, axis=0)
         centre_xy = np.median(body[:, :2], axis=0)
-        y = pose[:3, 1]
-        across = np.array([-y[1], y[0], 0.0])  # horizontal, perpendicular to the closing axis
-        across /= np.linalg.norm(across) + 1e-9
-        spout_dir = lip_pts[:, :2].mean(0) - centre_xy
-        has_spout = np.linalg.norm(spout_dir) > 0.02  # an off-centre part sets the side
-        ref = spout_dir if has_spout else bowl_c[:2] - centre_xy
-        first = across if np.dot(across[:2], ref) >= 0 else -across
-        sides = [first] if has_spout else [first, -first]
+        towards = spout_direction(lip_pts, centre_xy) if spout else None
+        if towards is not None:
+            sides = [towards]
+        else:
+            y = pose[:3, 1]
+            across = np.array([-y[1], y[0], 0.0])  # horizontal, perpendicular to the closing axis
+            across /= np.linalg.norm(across) + 1e-9
+            spout_dir = lip_pts[:, :2].mean(0) - centre_xy
+            has_spout = np.linalg.norm(spout_dir) > 0.02  # an off-centre part sets the side
+            ref = spout_dir if has_spout else bowl_c[:2] - centre_xy
+            first = across if np.dot(across[:2], ref) >= 0 else -across
+            sides = [first] if has_spout else [first, -first]
         goal_tip = np.array([bowl_c[0], bowl_c[1], rim_points[:, 2].max() + self.config.pour_height])
         steps = 10
         reasons = []
+        options = []
         for tilt_deg in (self.config.pour_tilt_deg, 0.75 * self.config.pour_tilt_deg):
             for out_dir in sides:
-                tip = lip_pts[np.argmax(lip_pts @ out_dir)]
+                # A spout is the container's extreme point towards it: the whole cloud finds
+                # its tip even where the grounded spout stops short of it.
+                ends = body if towards is not None else lip_pts
+                tip = ends[np.argmax(ends @ out_dir)]
                 over = _translated(pose, goal_tip - tip)
                 axis = np.cross(np.array([0.0, 0.0, 1.0]), out_dir)
                 tilt = np.deg2rad(tilt_deg)
-                poses = [_rotated_about(over, axis, tilt * k / steps, goal_tip) for k in range(1, steps + 1)]
-                carry = self.planner.plan_to_pose(self.executor.arm_q(), over)
-                if not carry.success:
-                    reasons.append(f"carry: {carry.reason}")
-                    continue
+                options.append((over, [_rotated_about(over, axis, tilt * k / steps, goal_tip)
+                                       for k in range(1, steps + 1)]))
+        # Every option from the arm's nearest IK solution first; another branch of the arm (a
+        # larger motion with the object in hand) only when none of them turns through.
+        for branches in (0, 6):
+            for over, poses in options:
                 try:
-                    down = self.plan_through(np.asarray(carry.waypoints)[-1], poses, "pour")
+                    carry, down = self._carry_then_through(over, poses, "pour", branches)
                 except SkillError as err:
                     reasons.append(str(err))
                     continue
