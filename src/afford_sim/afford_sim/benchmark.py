@@ -72,7 +72,7 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     _b("pick_scrubbottle_place_woodshelf", "medium", "pick_place", "place-scrub-bottle-shelf-v1"),
     _b("pick_soupcan_place_microwave", "medium", "pick_place"),
     _b("pour_basket", "medium", "pour"),
-    _b("pour_bluekettle", "medium", "pour"),
+    _b("pour_bluekettle", "medium", "pour", "pour-kettle-v1"),
     _b("pour_mugcup", "medium", "pour", "pour-mug-v1"),
     _b("pour_pan", "medium", "pour"),
     _b("pour_papercup", "medium", "pour", "pour-paper-cup-v1"),
