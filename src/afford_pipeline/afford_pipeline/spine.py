@@ -136,7 +136,10 @@ class SpineResult:
 
     def summary(self) -> str:
         lines = [f"task: {self.task!r}" + (f" ({self.task_id})" if self.task_id else "")]
-        if self.intent:
+        # A composite's top-level intent is its first step's and its candidates its last step's;
+        # each step's own line says what it asked for and chose instead.
+        composite = len(self.steps) > 1
+        if self.intent and not composite:
             i = self.intent
             lines.append(
                 f"intent: grasp the {i['target']}'s {i['grasp_region']}"
@@ -144,10 +147,13 @@ class SpineResult:
                 + f", then {i['next_action']}"
                 + (f" -> {i['destination']} ({i['destination_region']})" if i["destination"] else "")
             )
-        lines.append(f"candidates: {self.candidates} sampled, {self.eligible} pass the feasibility gate")
-        if self.selected is None:
+        if composite:
+            pass
+        elif self.selected is None:
+            lines.append(f"candidates: {self.candidates} sampled, {self.eligible} pass the feasibility gate")
             lines.append(f"selected: none (abstained: {self.abstained})")
         else:
+            lines.append(f"candidates: {self.candidates} sampled, {self.eligible} pass the feasibility gate")
             t = self.selected["terms"]
             lines.append(
                 "selected: #{} score {:.3f}  ({})".format(
@@ -156,10 +162,11 @@ class SpineResult:
                     ", ".join(f"{k} {v:.2f}" for k, v in t.items()),
                 )
             )
-        if len(self.steps) > 1 or (self.abstained and self.selected is not None):
+        if composite or (self.abstained and self.selected is not None):
             for k, step in enumerate(self.steps, 1):
                 chose = "none" if step["selected"] is None else f"#{step['selected']}"
-                lines.append(f"  step {k} {step['task_id']}: {step['candidates']} candidates, "
+                asked = f" {step['sentence']!r}" if composite and step.get("sentence") else ""
+                lines.append(f"  step {k} {step['task_id']}{asked}: {step['candidates']} candidates, "
                              f"{step['eligible']} pass the gate, chose {chose}")
             if self.abstained:
                 lines.append(f"abstained: {self.abstained}")

@@ -141,3 +141,28 @@ def test_a_second_object_onto_one_plate_goes_beside_the_first() -> None:
     result = run_task("place-carrot-plate-then-cube-plate-v1", SpineConfig(seed=7))
     assert result.success, (result.abstained, result.details)
     assert "on the plate: True, on the table: False" in result.details["2.place"]
+
+
+def test_a_composites_summary_says_each_steps_sentence_and_choice() -> None:
+    """The top-level intent of a composite is its first step's and its candidate counts its
+    last step's: the summary shows neither as if it were the task's, but one line per step."""
+    from afford_pipeline.spine import SpineResult
+
+    r = SpineResult(task="put the banana on the plate, then put the cube in the mug",
+                    task_id="place-banana-plate-then-cube-mug-v1",
+                    intent={"target": "banana", "grasp_region": "body", "keep_clear": [],
+                            "next_action": "place", "destination": "plate", "destination_region": "surface"},
+                    candidates=7, eligible=5, selected={"index": 3, "score": 0.9, "terms": {}},
+                    steps=[{"task_id": "place-banana-plate-v1", "sentence": "put the banana on the plate",
+                            "candidates": 12, "eligible": 9, "selected": 1},
+                           {"task_id": "place-cube-mug-v2", "sentence": "put the cube in the mug",
+                            "candidates": 7, "eligible": 5, "selected": 3}])
+    text = r.summary()
+    assert "intent:" not in text and "candidates: 7 sampled" not in text
+    assert ("step 1 place-banana-plate-v1 'put the banana on the plate': 12 candidates, 9 pass the gate, "
+            "chose #1") in text
+    assert "step 2 place-cube-mug-v2 'put the cube in the mug': 7 candidates" in text
+    single = SpineResult(task="put the banana on the plate", intent=r.intent, candidates=12, eligible=9,
+                         selected={"index": 1, "score": 0.9, "terms": {}}, steps=[r.steps[0]])
+    assert "intent: grasp the banana's body" in single.summary()
+    assert "candidates: 12 sampled, 9 pass the feasibility gate" in single.summary()
