@@ -35,22 +35,32 @@ REFUSED_BY_DESIGN = {
 }
 
 
+#: Development sentences the parser does not read yet, with what its refusal says today. Not a
+#: design decision: a gap, kept visible here and in the readout, to be closed (issue 11). The
+#: pour is split over two clauses whose second names a part of the first clause's object ("tilt
+#: the spout") and ends in a purpose ("to pour") that the parser reads as a destination.
+NOT_READ_YET = {
+    ("pour-kettle-v1", "Hold the kettle by its handle and tilt the spout over the bowl to pour."):
+        "no known object",
+}
+
+
 def test_every_development_sentence_reaches_its_task() -> None:
     ro = _readout()
     rows = ro.load()
-    assert len(rows) == 147 and len({t for t, _ in rows}) == 22
+    assert len(rows) == 157 and len({t for t, _ in rows}) == 23
     missed = {(t, s): why for t, s, got, why in ro.read(rows) if got != t}
-    unexpected = {k: why for k, why in missed.items()
-                  if k not in REFUSED_BY_DESIGN or REFUSED_BY_DESIGN[k] not in why}
+    known = {**REFUSED_BY_DESIGN, **NOT_READ_YET}
+    unexpected = {k: why for k, why in missed.items() if k not in known or known[k] not in why}
     assert not unexpected, "\n".join(f"{t}: {s!r} -> {why}" for (t, s), why in unexpected.items())
-    assert set(missed) == set(REFUSED_BY_DESIGN), "a sentence refused by design now parses: update the list"
+    assert set(missed) == set(known), "a listed sentence now parses: update the list"
 
 
 def test_the_held_out_set_is_well_formed() -> None:
-    """Only its shape: 22 tasks, 5 sentences each, every id a registered task."""
+    """Only its shape: 23 tasks, 5 sentences each, every id a registered task."""
     from afford_sim.tasks import TASKS
 
     rows = _readout().load(ROOT / "tests" / "data" / "benchmark_paraphrases_heldout.tsv")
     ids = [t for t, _ in rows]
-    assert len(rows) == 110 and all(ids.count(t) == 5 for t in set(ids))
+    assert len(rows) == 115 and all(ids.count(t) == 5 for t in set(ids))
     assert all(t in TASKS for t in ids)

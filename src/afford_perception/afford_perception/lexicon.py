@@ -128,7 +128,7 @@ VERBS: dict[str, VerbSense] = {
          # "I'd like the banana on the plate": a wish for where a thing is, said to the robot.
          "id like", "i d like", "i would like", "i want"), _PLACE),
     **dict.fromkeys(("insert", "slot", "plug", "slide in"), VerbSense(NextAction.INSERT)),
-    **dict.fromkeys(("pour", "pour out", "empty", "tip", "decant"), VerbSense(NextAction.POUR)),
+    **dict.fromkeys(("pour", "pour out", "empty", "tip", "tilt", "decant"), VerbSense(NextAction.POUR)),
     **dict.fromkeys(("stack", "pile", "heap", "nest"), VerbSense(NextAction.STACK)),
     **dict.fromkeys(("hang", "hang up", "hook", "suspend"), VerbSense(NextAction.HANG)),
     **dict.fromkeys(
@@ -300,15 +300,22 @@ SPOT_MODIFIERS: frozenset[str] = frozenset(
 )
 # A purpose or result linking the object to its destination: "move the bowl so it sits on the
 # plate" says "on the plate" again; the link is skipped and the destination kept.
-RESULT_LINKS: PhraseIndex[str] = PhraseIndex(
-    (f"{so} {it} {verb}", "result")
-    for so in ("so", "so that", "such that", "until", "till")
-    for it in ("it", "they", "its")
-    for verb in ("sits", "rests", "is", "s", "'s", "ends up", "lies", "stands", "goes", "winds up", "lands",
-                 "will sit", "will be", "will rest", "is sitting", "is resting", "is standing", "is lying",
-                 "'s sitting", "s sitting", "'s resting", "s resting", "'s lying", "s lying",
-                 "sit", "rest", "stays", "remains", "can sit", "can rest")
-)
+RESULT_LINKS: PhraseIndex[str] = PhraseIndex([
+    *((f"{so} {it} {verb}", "result")
+      for so in ("so", "so that", "such that", "until", "till")
+      for it in ("it", "they", "its")
+      for verb in ("sits", "rests", "is", "s", "'s", "ends up", "lies", "stands", "goes", "winds up", "lands",
+                   "will sit", "will be", "will rest", "is sitting", "is resting", "is standing", "is lying",
+                   "'s sitting", "s sitting", "'s resting", "s resting", "'s lying", "s lying",
+                   "sit", "rest", "stays", "remains", "can sit", "can rest")),
+    # A pour's result is said of what is in the container: "tip the kettle so the water goes
+    # into the bowl".
+    *((f"{so} {what} {verb}", "result")
+      for so in ("so", "so that", "until", "till")
+      for what in ("water", "the water", "liquid", "the liquid", "contents", "the contents", "its contents",
+                   "everything")
+      for verb in ("goes", "runs", "flows", "pours", "drains", "ends up", "is")),
+])
 # The way a pushed object travels, not where it goes: "slide the box across the table onto the
 # mat". Skipped before a destination; the surface it names is the one it already stands on.
 PATHS: frozenset[str] = frozenset({"across", "along", "over"})
