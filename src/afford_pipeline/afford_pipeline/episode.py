@@ -262,10 +262,9 @@ class Episode:
         if self.intent.next_action is NextAction.PUSH and self.push_goal is None:
             self.candidates = []
             return self.candidates
-        use = self.parts.get(self.intent.use_region) if self.intent.use_region else None
         ctx = SamplerContext(intent=self.intent, region=self.region, cloud=self.cloud, gripper=self.gripper,
-                             pull_axis=self.pull_axis, push_goal=self.push_goal,
-                             use_region=None if use is None or len(use) == 0 else use, seed=self.seed)
+                             pull_axis=self.pull_axis, push_goal=self.push_goal, tilt_axis=self.tilt_axis,
+                             seed=self.seed)
         self.candidates = propose(ctx, ("push",) if self.push_goal is not None else self.samplers)
         return self.candidates
 

@@ -147,21 +147,14 @@ class SpineResult:
                 + f", then {i['next_action']}"
                 + (f" -> {i['destination']} ({i['destination_region']})" if i["destination"] else "")
             )
-        if composite:
-            pass
-        elif self.selected is None:
+        if not composite:
             lines.append(f"candidates: {self.candidates} sampled, {self.eligible} pass the feasibility gate")
-            lines.append(f"selected: none (abstained: {self.abstained})")
-        else:
-            lines.append(f"candidates: {self.candidates} sampled, {self.eligible} pass the feasibility gate")
-            t = self.selected["terms"]
-            lines.append(
-                "selected: #{} score {:.3f}  ({})".format(
-                    self.selected["index"],
-                    self.selected["score"],
-                    ", ".join(f"{k} {v:.2f}" for k, v in t.items()),
-                )
-            )
+            if self.selected is None:
+                lines.append(f"selected: none (abstained: {self.abstained})")
+            else:
+                sel = self.selected
+                terms = ", ".join(f"{k} {v:.2f}" for k, v in sel["terms"].items())
+                lines.append(f"selected: #{sel['index']} score {sel['score']:.3f}  ({terms})")
         if composite or (self.abstained and self.selected is not None):
             for k, step in enumerate(self.steps, 1):
                 chose = "none" if step["selected"] is None else f"#{step['selected']}"

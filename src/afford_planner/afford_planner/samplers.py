@@ -28,12 +28,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from afford_core.geometry import spout_direction
 from afford_core.grasp import GraspCandidate
-from afford_core.ontology import CATEGORIES, category
+from afford_core.ontology import category
 from afford_core.registry import Registry
 from afford_core.robots import GripperDescription
-from afford_core.types import Intent, NextAction, ObjectCloud
+from afford_core.types import Intent, ObjectCloud
 from afford_planner.antipodal import AntipodalConfig, sample_antipodal_grasps
 from afford_planner.candidates import (
     AxisGraspConfig,
@@ -62,8 +61,8 @@ class SamplerContext:
         gripper: The hand: its stroke and pad length bound every grasp.
         pull_axis: A furniture front's outward normal, if any (the handle is approached along it).
         push_goal: Where a pushed object's centre must go (world), if the task pushes.
-        use_region: The grounded part the object is used by after the grasp (a kettle's
-            spout for a pour), if the task names one.
+        tilt_axis: The horizontal axis a pour from a spout tips about (world), if the task pours
+            from one (``Episode.tilt_axis``).
         seed: Seed of any random draw.
     """
 
@@ -73,7 +72,7 @@ class SamplerContext:
     gripper: GripperDescription
     pull_axis: np.ndarray | None = None
     push_goal: np.ndarray | None = None
-    use_region: np.ndarray | None = None
+    tilt_axis: np.ndarray | None = None
     seed: int = 0
 
     @property
@@ -158,21 +157,11 @@ class TiltSampler(GraspSampler):
     """Handle grasps that hold a pour from a spout (approach along the tilt axis); none else."""
 
     def sample(self, ctx: SamplerContext) -> list[GraspCandidate]:
-        cat = CATEGORIES.get(ctx.intent.target)
-        if (ctx.intent.next_action is not NextAction.POUR or ctx.use_region is None or cat is None
-                or not cat.is_spout(ctx.intent.use_region)):
+        if ctx.tilt_axis is None:
             return []
-        out = spout_direction(ctx.use_region, np.asarray(ctx.cloud.center, dtype=float))
-        if out is None:
-            return []
-        extent = float(np.max(np.ptp(ctx.region, axis=0)))
-        config = Stage1Config(
-            center_on_part=True,
-            bandwidth=float(np.clip(0.3 * extent, 0.02, 0.06)),
-            max_width=ctx.gripper.max_width,
-            max_depth=ctx.gripper.pad_length,
-        )
-        return sample_tilt_grasps(ctx.region, np.cross([0.0, 0.0, 1.0], out), ctx.cloud.center, config,
+        config = Stage1Config(center_on_part=True, max_width=ctx.gripper.max_width,
+                              max_depth=ctx.gripper.pad_length)
+        return sample_tilt_grasps(ctx.region, ctx.tilt_axis, ctx.cloud.center, config,
                                   obstacles=ctx.cloud.points, finger_length=ctx.gripper.finger_length)
 
 

@@ -474,18 +474,17 @@ class SkillRunner:
         lip_pts = held.in_world(pose, use_part)
         bowl_c = np.median(rim_points, axis=0)
         centre_xy = np.median(body[:, :2], axis=0)
-        towards = spout_direction(lip_pts, centre_xy) if spout else None
+        off_centre = spout_direction(lip_pts, centre_xy)  # an off-centre part sets the side
+        towards = off_centre if spout else None
         if towards is not None:
             sides = [towards]
         else:
             y = pose[:3, 1]
             across = np.array([-y[1], y[0], 0.0])  # horizontal, perpendicular to the closing axis
             across /= np.linalg.norm(across) + 1e-9
-            spout_dir = lip_pts[:, :2].mean(0) - centre_xy
-            has_spout = np.linalg.norm(spout_dir) > 0.02  # an off-centre part sets the side
-            ref = spout_dir if has_spout else bowl_c[:2] - centre_xy
+            ref = off_centre[:2] if off_centre is not None else bowl_c[:2] - centre_xy
             first = across if np.dot(across[:2], ref) >= 0 else -across
-            sides = [first] if has_spout else [first, -first]
+            sides = [first] if off_centre is not None else [first, -first]
         goal_tip = np.array([bowl_c[0], bowl_c[1], rim_points[:, 2].max() + self.config.pour_height])
         steps = 10
         reasons = []
