@@ -44,6 +44,11 @@ def _setup_env() -> None:
     os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
 
+_RANDOMIZE_HELP = ("domain randomization: none (default), visual (texture, lighting, background, camera, "
+                   "noise), table1 (visual + AffordSim's 30 cm / 60 deg pose window), table2 (15 cm / "
+                   "30 deg pose only), one axis, or a comma list (docs/benchmark.md#domain-randomization)")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from afford_pipeline.spine import SpineConfig, run_sentence, run_task
 
@@ -54,7 +59,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # Defaults, then the --config file, then the flags given, then --set: the later wins.
     config = cfg.load(SpineConfig, args.config) if args.config else SpineConfig()
     flags = {"grounding": args.grounding, "seed": args.seed, "video_path": args.video, "robot": args.robot,
-             "allow_unvalidated_robot": args.allow_unvalidated_robot or None}
+             "allow_unvalidated_robot": args.allow_unvalidated_robot or None, "randomize": args.randomize}
     given = {k: v for k, v in flags.items() if v is not None}
     config = cfg.from_dict(SpineConfig, {**cfg.to_dict(config), **given})
     config = cfg.apply_overrides(config, args.set)
@@ -132,7 +137,7 @@ def _cmd_table1(args: argparse.Namespace) -> int:
         raise ValueError("--out DIR is needed (or --report DIR to rebuild a report)")
     tasks = args.tasks or [b.task_id for b in built() if b.task_id and args.tier in ("all", b.tier)]
     config = table1.Table1Config(tasks=tuple(tasks), sources=tuple(args.sources), rollouts=args.rollouts,
-                                 robot=args.robot, first_seed=args.first_seed)
+                                 robot=args.robot, first_seed=args.first_seed, randomize=args.randomize)
     for t in config.tasks:  # an unknown id fails now, not in every worker
         from afford_sim.benchmark import by_task_id
 
@@ -158,7 +163,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     config = DemoConfig(task_id=args.task, episodes=args.episodes, robot=args.robot,
                         first_seed=args.first_seed, max_attempts=args.max_attempts, fps=args.fps,
                         image_size=tuple(args.image_size), grounding=args.grounding,
-                        use_videos=not args.images)
+                        use_videos=not args.images, randomize=args.randomize)
 
     def say(line: str) -> None:
         print(line, flush=True)
@@ -545,7 +550,7 @@ def _policy_eval(args: argparse.Namespace) -> int:
     plan, make_policy, reference = prepare(
         args.task, args.episodes, policy_dir=args.policy, replay_dir=args.replay, first_seed=args.first_seed,
         max_seconds=args.max_seconds, videos=args.videos, gripper=args.gripper,
-        interpolation=args.interpolation)
+        interpolation=args.interpolation, randomize=args.randomize)
     parts = Path(args.policy or ".").resolve().parts
     # lerobot-train's OUTPUT/checkpoints/STEP/pretrained_model -> OUTPUT-STEP
     trained = len(parts) >= 4 and parts[-1] == "pretrained_model" and parts[-3] == "checkpoints"
@@ -605,6 +610,7 @@ def _add_policy(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--interpolation", choices=("linear", "hold"), default="linear",
                     help="joint setpoint over a control period: linear from the last target (default) "
                          "or held")
+    ev.add_argument("--randomize", default="none", metavar="AXES", help=_RANDOMIZE_HELP)
     ev.add_argument("--quiet", action="store_true", help="no line per episode")
     ev.set_defaults(func=_policy_eval)
     tr = psub.add_parser("train", help="train ACT or Diffusion Policy on an `afford generate` dataset with "
@@ -654,6 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--robot", default=None, help="the arm (see `afford robots`; default fr3)")
     run.add_argument("--allow-unvalidated-robot", action="store_true",
                      help="run a task on a robot it is not validated on (`afford tasks` lists them)")
+    run.add_argument("--randomize", default=None, metavar="AXES", help=_RANDOMIZE_HELP)
     run.add_argument("--json", action="store_true", help="print one JSON object instead of a report")
     run.add_argument("--config", default=None, help="a YAML file of settings (SpineConfig's fields)")
     run.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
@@ -681,6 +688,7 @@ def build_parser() -> argparse.ArgumentParser:
     t1.add_argument("--rollouts", type=int, default=20, help="scenes per task (default 20)")
     t1.add_argument("--first-seed", type=int, default=0)
     t1.add_argument("--robot", default="fr3")
+    t1.add_argument("--randomize", default="none", metavar="AXES", help=_RANDOMIZE_HELP)
     t1.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="rollouts in parallel (default: the cores)")
     t1.add_argument("--executor", choices=["local", "ray"], default="local",
@@ -704,6 +712,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--image-size", type=int, nargs=2, default=[128, 128], metavar=("W", "H"))
     gen.add_argument("--grounding", default="oracle", help="grounding of the scripted pipeline")
     gen.add_argument("--images", action="store_true", help="store PNG frames instead of h264 video")
+    gen.add_argument("--randomize", default="none", metavar="AXES", help=_RANDOMIZE_HELP)
     gen.add_argument("--repo-id", default=None, help="the dataset's repo id (default afford/<task>)")
     gen.add_argument("--jobs", type=int, default=1, help="attempts in parallel (default 1)")
     gen.add_argument("--executor", choices=["local", "ray"], default="local",

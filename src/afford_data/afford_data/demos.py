@@ -61,6 +61,9 @@ class DemoConfig:
         grounding: Grounding source of the scripted pipeline (``oracle``: the simulator's part
             labels; ``learned``, ``geometric``).
         use_videos: Encode each camera as video (h264 through PyAV); else PNG frames.
+        randomize: Domain randomization of every episode (``afford_sim.randomization``:
+            ``visual`` for texture, lighting, background, camera and pixel noise, ``table2``
+            for AffordSim's policy protocol, ...); each episode's draw is in its metadata.
     """
 
     task_id: str
@@ -72,6 +75,7 @@ class DemoConfig:
     image_size: tuple[int, int] = (128, 128)
     grounding: str = "oracle"
     use_videos: bool = True
+    randomize: str = "none"
 
     def __post_init__(self) -> None:
         from afford_core.robots import get_robot
@@ -90,6 +94,9 @@ class DemoConfig:
             raise ValueError(f"image_size must be within 16..1024 pixels, got {self.image_size}")
         if self.grounding not in available_sources():
             raise ValueError(f"unknown grounding {self.grounding!r}; known: {available_sources()}")
+        from afford_sim.randomization import domain_randomization
+
+        domain_randomization(self.randomize)  # KeyError listing the presets
 
     @property
     def attempts(self) -> int:
@@ -157,7 +164,7 @@ def record_episode(config: DemoConfig, seed: int) -> tuple[dict[str, Any], dict[
         return made[-1]
 
     spine = SpineConfig(seed=seed, robot=config.robot, grounding=config.grounding,
-                        allow_unvalidated_robot=True)
+                        allow_unvalidated_robot=True, randomize=config.randomize)
     meta: dict[str, Any] = {"seed": seed, "instruction": sentence, "task_id": config.task_id,
                             "robot": config.robot,
                             "grasp_source": f"afford pipeline, {config.grounding} grounding"}
@@ -179,6 +186,12 @@ def record_episode(config: DemoConfig, seed: int) -> tuple[dict[str, Any], dict[
 
 # ---------------------------------------------------------------------------------------------
 # Staging and the dataset.
+
+
+def _declared(randomize: str) -> dict[str, Any]:
+    from afford_sim.randomization import domain_randomization
+
+    return domain_randomization(randomize).describe()
 
 
 def _staging(out: Path) -> Path:
@@ -381,6 +394,7 @@ world, and recorded while they executed.
 - Episodes: {len(kept)} kept, every stage check passed (scene seeds {seeds[0]}..{seeds[-1]});
   {report.failures} attempts failed and were not kept (by stage: {fails}).
 - Randomization (each episode's draw is in `meta/afford_episodes.jsonl`): {json.dumps(task.randomization())}
+- Domain randomization `{config.randomize}`: {json.dumps(_declared(config.randomize))}
 - Instructions: drawn per episode from the task's phrasings: {"; ".join(task.instructions)}.
 - Frames: {config.fps} per simulated second; cameras {w}x{h}: `observation.images.front`
   (third person) and `observation.images.wrist` (on the hand, along the approach).

@@ -140,6 +140,20 @@ def test_a_killed_run_resumes_and_failures_are_counted_not_kept(
     assert [m["seed"] for m in meta_read] == [0, 2]
 
 
+def test_randomized_episodes_record_their_draw_and_look_different() -> None:
+    """The same scene under domain randomization: the same objects where they were, another
+    picture, and the draw in the episode's metadata (what the dataset's jsonl keeps)."""
+    plain_meta, plain = demos.record_episode(DemoConfig(TASK, 1, image_size=SIZE), 0)
+    meta, arrays = demos.record_episode(DemoConfig(TASK, 1, image_size=SIZE, randomize="visual"), 0)
+    assert plain is not None and arrays is not None, (plain_meta, meta)
+    domain = meta["randomization"]["domain"]
+    assert set(domain["camera"]) >= {"demo_front", "demo_wrist"}
+    assert {k: v for k, v in meta["randomization"].items() if k != "domain"} == plain_meta["randomization"]
+    first = {k: v[0].astype(int) for k, v in arrays.items() if v.ndim == 4}
+    assert first and all(np.abs(first[k] - plain[k][0].astype(int)).mean() > 10 for k in first)
+    assert set(demos._declared("visual")) == {"texture", "lighting", "background", "camera", "noise"}
+
+
 def test_bad_requests_are_refused_before_anything_runs(tmp_path: Path) -> None:
     from afford_cli.cli import main
 
@@ -149,6 +163,8 @@ def test_bad_requests_are_refused_before_anything_runs(tmp_path: Path) -> None:
         DemoConfig(TASK, 0)
     with pytest.raises(ValueError, match="max_attempts"):
         DemoConfig(TASK, 3, max_attempts=2)
+    with pytest.raises(KeyError, match="visual"):
+        DemoConfig(TASK, 1, randomize="foggy")
     taken = tmp_path / "taken"
     taken.mkdir()
     assert main(["generate", "--task", TASK, "--episodes", "1", "--out", str(taken)]) == 2

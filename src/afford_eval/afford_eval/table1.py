@@ -55,6 +55,9 @@ class Table1Config:
         rollouts: Scenes per task; rollout ``k`` uses seed ``first_seed + k`` for every source.
         robot: The arm (``afford robots``).
         first_seed: Seed of the first scene.
+        randomize: Domain randomization of every rollout (``afford_sim.randomization``:
+            ``none``, ``table1`` for AffordSim's "aggressive randomization", an axis...); every
+            source faces the same draw on the same seed.
     """
 
     tasks: tuple[str, ...]
@@ -62,6 +65,7 @@ class Table1Config:
     rollouts: int = 20
     robot: str = "fr3"
     first_seed: int = 0
+    randomize: str = "none"
 
     def __post_init__(self) -> None:
         if self.rollouts < 1:
@@ -73,6 +77,9 @@ class Table1Config:
             raise ValueError(f"unknown grasp sources {unknown}; known: {', '.join(SOURCES)}")
         if self.first_seed < 0:
             raise ValueError("first_seed must be >= 0")
+        from afford_sim.randomization import domain_randomization
+
+        domain_randomization(self.randomize)  # KeyError listing the presets
 
     def as_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -80,17 +87,19 @@ class Table1Config:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Table1Config:
         return cls(tasks=tuple(data["tasks"]), sources=tuple(data["sources"]), rollouts=int(data["rollouts"]),
-                   robot=str(data["robot"]), first_seed=int(data["first_seed"]))
+                   robot=str(data["robot"]), first_seed=int(data["first_seed"]),
+                   randomize=str(data.get("randomize", "none")))  # runs before randomization: none
 
 
 @dataclass(frozen=True)
 class Job:
-    """One rollout: a task, a source, a seed, an arm."""
+    """One rollout: a task, a source, a seed, an arm, a domain randomization."""
 
     task_id: str
     source: str
     seed: int
     robot: str
+    randomize: str = "none"
 
     def path(self, run_dir: Path) -> Path:
         return run_dir / "rollouts" / self.task_id / self.source / f"{self.seed:04d}.json"
@@ -106,7 +115,8 @@ def rollout(job: Job) -> dict[str, Any]:
     record: dict[str, Any] = asdict(job)
     try:
         src = GRASP_SOURCES[job.source]
-        spine = SpineConfig(seed=job.seed, robot=job.robot, allow_unvalidated_robot=True)
+        spine = SpineConfig(seed=job.seed, robot=job.robot, allow_unvalidated_robot=True,
+                            randomize=job.randomize)
         config, chooser = config_for(src, spine), src.chooser
         r = run_task(job.task_id, config, chooser=chooser)
         record.update(
@@ -125,7 +135,7 @@ def rollout(job: Job) -> dict[str, Any]:
 
 def jobs_of(config: Table1Config) -> list[Job]:
     """Every rollout of a config, scene-major so a partial run covers all sources of a scene."""
-    return [Job(t, s, config.first_seed + k, config.robot)
+    return [Job(t, s, config.first_seed + k, config.robot, config.randomize)
             for t in config.tasks for k in range(config.rollouts) for s in config.sources]
 
 
@@ -135,8 +145,21 @@ def _valid(path: Path, job: Job) -> bool:
     except (OSError, ValueError):
         return False
     # A crash (an exception in our code, not the source's failure) is run again on resume.
-    same = isinstance(rec, dict) and all(rec.get(k) == v for k, v in asdict(job).items())
+    # Records from before the randomization field ran without it.
+    same = isinstance(rec, dict) and all(rec.get(k, "none" if k == "randomize" else None) == v
+                                         for k, v in asdict(job).items())
     return same and "success" in rec and not rec.get("error")
+
+
+def _randomization_lines(config: Table1Config) -> list[str]:
+    """The report's statement of the domain randomization (none: no line, as before it existed)."""
+    if config.randomize == "none":
+        return []
+    from afford_sim.randomization import domain_randomization
+
+    declared = domain_randomization(config.randomize).describe()
+    return [f"Domain randomization `{config.randomize}` (every rollout's draw is in its record's "
+            f"`randomization.domain`): {json.dumps(declared)}."]
 
 
 def _open(run_dir: Path, config: Table1Config) -> None:
@@ -276,6 +299,7 @@ def build_report(
         f"Robot: {config.robot}. Rollouts per task: {config.rollouts} (seeds {config.first_seed}..{last}, "
         f"the same scenes for every source). Records: {len(records)} of {len(jobs_of(config))}; "
         f"crashed (counted as failures, run again on resume): {sum(bool(r.get('error')) for r in records)}.",
+        *_randomization_lines(config),
         "",
         "Success rate (%) with 95% Wilson intervals. Every source faces the same scenes, the same "
         "planner with the same budget and the same skill after the grasp (docs/benchmark.md). "

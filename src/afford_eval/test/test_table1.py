@@ -114,6 +114,36 @@ def test_the_runner_resumes_refuses_another_run_and_reports_ceiling_and_chance(t
         table1.run(stray, config)
 
 
+def test_a_randomized_run_shows_every_source_the_same_draw(tmp_path: Path) -> None:
+    config = Table1Config(tasks=("pour-paper-cup-v1",), sources=("manual", "antipodal_random"), rollouts=1,
+                          randomize="table1")
+    out = tmp_path / "run"
+    table1.run(out, config, command="test")
+    records = table1.load_records(out)
+    draws = [r["randomization"]["domain"] for r in records]
+    assert len(draws) == 2 and draws[0] == draws[1] and draws[0]["axes"].startswith("pose,texture")
+    assert records[0]["randomization"]["paper_cup"] == records[1]["randomization"]["paper_cup"]
+    assert "Domain randomization `table1`" in (out / "report.md").read_text()
+    # The stored config reads back; a run of another randomization is another run.
+    assert Table1Config.from_dict(json.loads((out / "config.json").read_text())) == config
+    with pytest.raises(ValueError, match="holds another run"):
+        table1.run(out, Table1Config(tasks=config.tasks, sources=config.sources, rollouts=1))
+
+
+def test_records_from_before_randomization_count_as_unrandomized(tmp_path: Path) -> None:
+    old = {"task_id": "pour-paper-cup-v1", "source": "manual", "seed": 0, "robot": "fr3", "success": True,
+           "error": None}
+    path = tmp_path / "0000.json"
+    path.write_text(json.dumps(old))
+    assert table1._valid(path, table1.Job("pour-paper-cup-v1", "manual", 0, "fr3"))
+    assert not table1._valid(path, table1.Job("pour-paper-cup-v1", "manual", 0, "fr3", "visual"))
+    stored = {"tasks": ["pour-paper-cup-v1"], "sources": ["manual"], "rollouts": 1, "robot": "fr3",
+              "first_seed": 0}
+    assert Table1Config.from_dict(stored).randomize == "none"
+    with pytest.raises(KeyError, match="table1"):
+        Table1Config(tasks=("pour-paper-cup-v1",), randomize="sunny")
+
+
 def test_a_crashing_rollout_is_a_recorded_failure(tmp_path: Path) -> None:
     rec = table1.rollout(table1.Job("pour-paper-cup-v1", "manual", 0, "no-such-arm"))
     assert rec["success"] is False and "no-such-arm" in rec["error"]

@@ -63,6 +63,9 @@ class SpineConfig:
         execute: Run the skill; False stops once a grasp is chosen and planned.
         terms: Feasibility and function parameters (the robot's workspace box among them);
             None: the AFFORD-X defaults.
+        randomize: Domain randomization, a preset of ``afford_sim.randomization.DOMAINS``
+            (``none``, ``visual``, ``table1``, ``table2``, one axis) or a comma list of them;
+            what was drawn is recorded in the result's ``randomization["domain"]``.
     """
 
     grounding: str = "oracle"
@@ -78,8 +81,12 @@ class SpineConfig:
     plan_all: bool = False
     execute: bool = True
     terms: TermsConfig | None = None
+    randomize: str = "none"
 
     def __post_init__(self) -> None:
+        from afford_sim.randomization import domain_randomization
+
+        domain_randomization(self.randomize)  # KeyError listing the known presets
         if self.seed < 0:
             raise ValueError("seed must be >= 0")
         if self.plan_top_k < 1:
@@ -136,6 +143,9 @@ class SpineResult:
 
     def summary(self) -> str:
         lines = [f"task: {self.task!r}" + (f" ({self.task_id})" if self.task_id else "")]
+        domain = self.randomization.get("domain")
+        if domain:
+            lines.append(f"randomized: {domain['axes']} (the draw: --json, randomization.domain)")
         # A composite's top-level intent is its first step's and its candidates its last step's;
         # each step's own line says what it asked for and chose instead.
         composite = len(self.steps) > 1
@@ -216,18 +226,27 @@ def _stage_names(task: Task) -> list[str]:
 
 
 def task_world(task_id: str, seed: int, robot: str = DEFAULT_ROBOT,
-               cameras: Sequence[CameraSpec] = ()) -> BatchWorld:
+               cameras: Sequence[CameraSpec] = (), randomize: str = "none") -> BatchWorld:
     """The batch world of task ``task_id``'s scene for ``seed`` on ``robot``, with ``cameras``
     added to the task's own: the scene every run of that task and seed starts from (the spine's,
-    a recorded demonstration's, a policy's closed-loop rollout). The caller closes it."""
+    a recorded demonstration's, a policy's closed-loop rollout). The caller closes it.
+
+    ``randomize``: domain randomization (``afford_sim.randomization.DOMAINS``: a preset, or a
+    comma list of them); its draw is ``world.domain``. The visual axes never move objects."""
+    from afford_sim.randomization import domain_randomization, randomize_scene, widen_windows
     from afford_sim.scene import sample_scene
-    from afford_sim.tasks import get_task
+    from afford_sim.tasks import CompositeTask, get_task
     from afford_sim.world import BatchWorld
 
-    spec = dataclasses.replace(get_task(task_id).scene(seed), robot=robot, robot_q=())
+    dr = domain_randomization(randomize)
+    task = get_task(task_id)
+    spec = dataclasses.replace(task.scene(seed), robot=robot, robot_q=())
     if cameras:
         spec = dataclasses.replace(spec, cameras=(*spec.cameras, *cameras))
-    return BatchWorld(sample_scene(spec, seed=seed))
+    steps = task.subtasks() if isinstance(task, CompositeTask) else [task]
+    spec = widen_windows(spec, dr, {t.target_name for t in steps})
+    placed, draw = randomize_scene(sample_scene(spec, seed=seed), dr)
+    return BatchWorld(placed, domain=draw)
 
 
 def run_sentence(sentence: str, config: SpineConfig | None = None, progress: Progress = None) -> SpineResult:
@@ -279,6 +298,7 @@ def run_task(
     from afford_pipeline.execution import WorldExecutor
     from afford_planner.selection import candidate_set_hash
     from afford_planner.skills import stage_iter
+    from afford_sim.randomization import RECORD_KEY
     from afford_sim.tasks import CompositeTask, find_steps, get_task
 
     cfg = config or SpineConfig()
@@ -303,8 +323,10 @@ def run_task(
     source = make_source(cfg.grounding)
 
     with timer("scene"):  # the simulator's set-up; a real robot has its world already
-        world = task_world(task_id, cfg.seed, cfg.robot, cameras)
+        world = task_world(task_id, cfg.seed, cfg.robot, cameras, cfg.randomize)
     result.randomization = task.drawn(world.placed)
+    if world.domain is not None:
+        result.randomization[RECORD_KEY] = world.domain.as_dict()
     try:
         frames: list[np.ndarray] | None = [] if cfg.video_path else None
         runner: WorldExecutor | None = None

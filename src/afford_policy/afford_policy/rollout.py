@@ -299,6 +299,8 @@ class RolloutConfig:
             itself at the time limit.
         stop_on_success: End the episode when every judged stage has passed; else run to the
             time limit and judge the final stage there only.
+        randomize: Domain randomization of every episode's scene (``afford_sim.randomization``:
+            ``visual``, ``table2``, an axis...); each episode's draw is in its record.
     """
 
     task_id: str
@@ -312,13 +314,16 @@ class RolloutConfig:
     interpolation: Literal["linear", "hold"] = "linear"
     settle: float = 0.5
     stop_on_success: bool = True
+    randomize: str = "none"
 
     def __post_init__(self) -> None:
         from afford_core.robots import get_robot
+        from afford_sim.randomization import domain_randomization
         from afford_sim.tasks import get_task
 
         get_task(self.task_id)
         get_robot(self.robot)
+        domain_randomization(self.randomize)  # KeyError listing the presets
         if not 1 <= self.fps <= 100:
             raise ValueError(f"fps must be in 1..100, got {self.fps}")
         if not (math.isfinite(self.max_seconds) and self.max_seconds > 0):
@@ -357,6 +362,7 @@ class EpisodeRecord:
     clipped_steps: int = 0
     rate_limited_steps: int = 0
     video: str | None = None
+    domain: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "sim_seconds": round(self.sim_seconds, 3), "wall_s": round(self.wall_s, 2)}
@@ -560,7 +566,9 @@ def run_episode(policy: Policy, config: RolloutConfig, seed: int, instruction: s
     text = instruction if instruction is not None else instruction_for(task, seed)
     limits = limits or Limits(config.robot, config.joint_margin)
     record = EpisodeRecord(seed=seed, instruction=text, task_id=config.task_id)
-    world = task_world(config.task_id, seed, config.robot, policy_cameras(*config.image_size))
+    world = task_world(config.task_id, seed, config.robot, policy_cameras(*config.image_size),
+                       config.randomize)
+    record.domain = world.domain.as_dict() if world.domain is not None else None
     frames: list[np.ndarray] = []
     try:
         task.begin(world)
@@ -820,7 +828,7 @@ def write_report(out: Path | str, plan: EvalPlan, reference: DemoDataset | None 
 def prepare(task_id: str, episodes: int, *, policy_dir: Path | str | None = None,
             replay_dir: Path | str | None = None, first_seed: int = 0, max_seconds: float | None = None,
             videos: int = 0, gripper: Literal["blocking", "async"] = "blocking",
-            interpolation: Literal["linear", "hold"] = "linear",
+            interpolation: Literal["linear", "hold"] = "linear", randomize: str = "none",
             ) -> tuple[EvalPlan, Callable[[int], Policy], DemoDataset | None]:
     """The plan of an evaluation, the policy for each seed and the dataset to compare with.
 
@@ -889,6 +897,6 @@ def prepare(task_id: str, episodes: int, *, policy_dir: Path | str | None = None
                              "--max-seconds")
         max_seconds = round(TIME_LIMIT_FACTOR * reference.longest_seconds, 1)
     config = RolloutConfig(task_id, robot=robot, fps=fps, image_size=size, max_seconds=max_seconds,
-                           gripper=gripper, interpolation=interpolation)
+                           gripper=gripper, interpolation=interpolation, randomize=randomize)
     plan = EvalPlan(source, config, seeds, texts, videos=min(videos, episodes))
     return plan, make, reference

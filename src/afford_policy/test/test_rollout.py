@@ -91,6 +91,18 @@ def test_a_replayed_demonstration_succeeds_on_its_seed_and_not_on_another(
     assert wrong.steps == config.max_steps
 
 
+def test_a_replay_succeeds_under_visual_randomization(dataset: Path, limits: Limits) -> None:
+    """The visual axes change the picture, never where things are: a recorded demonstration's
+    actions still succeed on their seed, and the episode's record holds the draw."""
+    ds = DemoDataset.load(dataset)
+    seed = int(ds.episodes[0]["seed"])
+    replay = ReplayPolicy.from_dataset(ds, seed)
+    record = run_episode(replay, _config(ds, randomize="visual"), seed, replay.instruction, limits=limits)
+    assert record.success, record.as_dict()
+    assert record.domain is not None and record.domain["axes"] == "texture,lighting,background,camera,noise"
+    assert run_episode(replay, _config(ds), seed, replay.instruction, limits=limits).domain is None
+
+
 class _Scripted:
     """Returns the given actions in turn, counting the calls."""
 

@@ -20,6 +20,7 @@ stiff but stable ``solref`` (time constant at least twice the timestep).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -27,6 +28,9 @@ import numpy as np
 from afford_core.robots import RobotDescription, get_robot
 from afford_sim.robots import SIM_BUILDERS
 from afford_sim.scene import CameraSpec, PlacedObject, PlacedScene, piece_names
+
+if TYPE_CHECKING:  # randomization imports this module's neighbours; only the type is needed here
+    from afford_sim.randomization import DomainDraw
 
 TCP_SITE = "tcp"
 """The site at the robot's TCP (between the fingertip pads; z approach, y closing axis)."""
@@ -262,11 +266,13 @@ def _add_initial_keyframe(spec: mujoco.MjSpec, placed: PlacedScene, robot: Robot
     spec.add_key(name="initial", qpos=qpos, ctrl=ctrl)
 
 
-def compile_scene(placed: PlacedScene, config: ModelConfig | None = None) -> mujoco.MjSpec:
+def compile_scene(placed: PlacedScene, config: ModelConfig | None = None,
+                  domain: DomainDraw | None = None) -> mujoco.MjSpec:
     """Build the MuJoCo spec of a placed scene (call ``.compile()`` for the model).
 
     The spec holds a keyframe ``initial``: the arm at ``spec.robot_q``, fingers open, objects
-    at their placed poses.
+    at their placed poses. ``domain``: a domain-randomization draw dressing the scene
+    (``afford_sim.randomization``: textures, background, lights; physics unchanged).
     """
     config = config or ModelConfig()
     robot = get_robot(placed.spec.robot)
@@ -288,6 +294,10 @@ def compile_scene(placed: PlacedScene, config: ModelConfig | None = None) -> muj
     add_table(spec, placed, config)
     for obj in placed.objects:
         add_object(spec, obj, config)
+    if domain is not None:
+        from afford_sim.randomization import apply_look
+
+        apply_look(spec, domain, placed.names, floor_z=placed.spec.table.top_z - placed.spec.table.height)
     for cam in cams:
         add_camera(spec, cam, robot)
     _add_initial_keyframe(spec, placed, robot)

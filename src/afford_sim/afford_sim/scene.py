@@ -40,8 +40,9 @@ _SIDE_DIRECTIONS: dict[str, tuple[float, float]] = {
     "behind": (1.0, 0.0),
     "in_front_of": (-1.0, 0.0),
 }
-RESERVED_NAMES: frozenset[str] = frozenset({"robot", "table", "floor", "world"})
-"""Names the simulator uses for its own geometry; objects may not take them."""
+RESERVED_NAMES: frozenset[str] = frozenset({"robot", "table", "floor", "world", "domain"})
+"""Names the simulator uses for its own geometry (and ``domain``, the key of a rollout's domain
+randomization beside its objects in the record); objects may not take them."""
 
 """The usual Franka ready pose (elbow up, hand pointing down); the default start."""
 

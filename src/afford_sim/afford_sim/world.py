@@ -29,6 +29,7 @@ from afford_core.robots import get_robot
 from afford_core.types import ObjectCloud
 from afford_sim.camera import CameraRenderer, Observation, camera_pose, pixels_to_world
 from afford_sim.mjcf import FINGER_ROLES, ROBOT_PREFIX, TCP_SITE, ModelConfig, compile_scene
+from afford_sim.randomization import NOISE_SALT, DomainDraw, add_rgb_noise
 from afford_sim.scene import (
     CameraSpec,
     CollisionShape,
@@ -116,12 +117,18 @@ class BatchWorld:
     Args:
         placed: The scene (from :func:`afford_sim.scene.sample_scene`).
         config: World settings.
+        domain: A domain-randomization draw (``afford_sim.randomization.randomize_scene``):
+            the scene's look, and the pixel noise :meth:`render` adds; None: the default look.
     """
 
-    def __init__(self, placed: PlacedScene, config: WorldConfig | None = None) -> None:
+    def __init__(self, placed: PlacedScene, config: WorldConfig | None = None,
+                 domain: DomainDraw | None = None) -> None:
         self.placed = placed
         self.config = config or WorldConfig()
-        self.spec = compile_scene(placed, self.config.model)
+        self.domain = domain
+        # Pixel noise is drawn per rendered image, numbered, so a rollout repeats exactly.
+        self._renders = 0
+        self.spec = compile_scene(placed, self.config.model, domain)
         self.model = self.spec.compile()
         self.data = mujoco.MjData(self.model)
         self._scratch = mujoco.MjData(self.model)  # forward kinematics of setpoints
@@ -474,6 +481,10 @@ class BatchWorld:
             self._renderer = CameraRenderer(self.model, self.config.max_render_geoms)
         cid = self.model.camera(name).id
         img, dep, ids = self._renderer.render(self.data, cid, cam.width, cam.height, rgb, depth, segmentation)
+        if img is not None and self.domain is not None and self.domain.noise_std > 0:
+            rng = np.random.default_rng([self.domain.seed, NOISE_SALT, self._renders])
+            img = add_rgb_noise(img, self.domain.noise_std, rng)
+        self._renders += 1
         seg = None
         if ids is not None:
             seg = np.where(ids >= 0, self._geom_label[np.maximum(ids, 0)], -1).astype(np.int32)
