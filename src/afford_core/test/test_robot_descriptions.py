@@ -11,14 +11,15 @@ from afford_core.robots import DEFAULT_ROBOT, HOME_TCP_ROTATION, ROBOTS, get_rob
 from afford_core.robots.fr3 import FR3
 from afford_core.robots.robotiq import ROBOTIQ_2F85
 
-ARMS = ["fr3", "kinova3", "panda", "ur5e"]
+ARMS = ["fr3", "kinova3", "panda", "sawyer", "ur5e", "xarm7"]
 
 
 def test_registry_lists_the_arms_and_refuses_unknown_names() -> None:
     assert set(ARMS) <= set(ROBOTS.names())
     assert get_robot() is get_robot(DEFAULT_ROBOT) is FR3
     assert get_robot(FR3) is FR3
-    with pytest.raises(KeyError, match="unknown robot 'r2d2'; known: fr3, kinova3, panda, ur5e"):
+    known = "fr3, kinova3, panda, sawyer, ur5e, xarm7"
+    with pytest.raises(KeyError, match=f"unknown robot 'r2d2'; known: {known}"):
         get_robot("r2d2")
     with pytest.raises(ValueError, match="already registered"):
         ROBOTS.register("fr3", get_robot("ur5e"))
@@ -35,12 +36,14 @@ def test_every_description_is_complete_and_consistent(name: str) -> None:
     assert robot.sim.finger_width(np.asarray(robot.sim.finger_open_qpos)) == pytest.approx(
         gripper.max_width, abs=1e-3
     )
-    # The simulator's finger joints lead the description's (the Robotiq's driven joint first;
-    # the others follow it), so the width a set of finger values opens to reads back.
+    # The simulator's finger joints lead the description's (a linkage's driven joint first;
+    # the others follow it), so the width a set of finger values opens to reads back; below the
+    # shut fingers' opening (the Sawyer's pads never meet) the fingers stay shut.
     n = len(robot.sim.finger_joints)
     for width in (0.0, 0.02, gripper.max_width / 2, gripper.max_width):
         values = np.asarray(gripper.finger_positions(width))[:n]
-        assert robot.sim.finger_width(values) == pytest.approx(width, abs=1e-3), width
+        expected = max(width, gripper.min_width)
+        assert robot.sim.finger_width(values) == pytest.approx(expected, abs=1e-3), width
 
 
 def test_the_robotiq_arms_share_one_gripper() -> None:
@@ -51,6 +54,25 @@ def test_the_robotiq_arms_share_one_gripper() -> None:
     shared = dataclasses.asdict(ur5e.sim) | {"mjcf": None, "arm_joints": None}
     assert shared == dataclasses.asdict(kinova3.sim) | {"mjcf": None, "arm_joints": None}
     assert ur5e.tcp_from_flange == kinova3.tcp_from_flange
+
+
+def test_the_xarm_gripper_linkage_moves_as_one() -> None:
+    """The xArm Gripper's five followers equal its driven joint at every opening (the parallelogram
+    mimics): the planner's finger geometry and the simulator's linkage are one mechanism."""
+    gripper = get_robot("xarm7").gripper
+    for width in (0.0, 0.03, gripper.max_width):
+        driver, *followers = gripper.finger_positions(width)
+        assert followers == [driver] * 5
+    assert gripper.finger_positions(gripper.max_width)[0] == pytest.approx(0.0, abs=1e-9)
+    assert gripper.finger_positions(0.0)[0] == pytest.approx(0.85)
+
+
+def test_the_sawyer_s_fingers_stop_short_of_each_other() -> None:
+    """Rethink's fingers (slot 2, as robosuite models them) stop 14.1 mm apart: the description says
+    so, and a narrower opening leaves them shut."""
+    gripper = get_robot("sawyer").gripper
+    assert gripper.min_width == pytest.approx(0.0141, abs=1e-4)
+    assert gripper.finger_positions(0.0) == gripper.finger_positions(gripper.min_width)
 
 
 def test_continuous_joints_are_bounded_by_the_description() -> None:
@@ -81,6 +103,8 @@ def test_a_malformed_description_is_refused(change: dict[str, object], match: st
 
 
 def test_a_malformed_gripper_is_refused() -> None:
+    with pytest.raises(ValueError, match="min_width"):
+        dataclasses.replace(FR3.gripper, min_width=FR3.gripper.max_width)
     with pytest.raises(ValueError, match="grasp_force"):
         dataclasses.replace(FR3.gripper, grasp_force=FR3.gripper.max_force + 1)
     with pytest.raises(ValueError, match="finger_length"):

@@ -6,11 +6,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
+import mujoco
 import numpy as np
 import pytest
 
 from afford_core.robots import HOME_TCP_ROTATION, ROBOTS
 from afford_planner.robot_model import RobotModel
+from afford_sim.mjcf import ModelConfig, load_robot
 from afford_sim.scene import CameraSpec, ObjectSpec, SceneSpec, Window, sample_scene
 from afford_sim.world import FINGERS, BatchWorld
 
@@ -52,10 +54,10 @@ def test_planner_kinematics_agree_with_the_simulator(arm: tuple[BatchWorld, Robo
 def test_hand_opens_to_its_stroke_and_closes(arm: tuple[BatchWorld, RobotModel]) -> None:
     world, model = arm
     world.reset()
-    stroke = model.robot.gripper.max_width
-    assert world.close_gripper() < 0.005
+    stroke, shut = model.robot.gripper.max_width, model.robot.gripper.min_width
+    assert world.close_gripper() < shut + 0.005
     assert world.open_gripper() == pytest.approx(stroke, abs=0.004)
-    assert world.close_gripper() < 0.005  # and again: a jammed linkage would stop here
+    assert world.close_gripper() < shut + 0.005  # and again: a jammed linkage would stop here
 
 
 @pytest.mark.parametrize("robot", [a for a in ARMS if a != "fr3"])
@@ -68,20 +70,40 @@ def test_home_holds_the_tcp_35_cm_above_the_table(robot: str) -> None:
     np.testing.assert_allclose(home[:3, :3], HOME_TCP_ROTATION, atol=1e-3)
 
 
+def _squeeze(world: BatchWorld, body: str) -> dict[str, float]:
+    """Normal force (N) of each finger on ``body``, summed over their contacts."""
+    m, d = world.model, world.data
+    target = m.body(body).id
+    out = dict.fromkeys(FINGERS, 0.0)
+    force = np.zeros(6)
+    for i in range(d.ncon):
+        c = d.contact[i]
+        g1, g2 = int(c.geom1), int(c.geom2)
+        if target not in (m.geom_bodyid[g1], m.geom_bodyid[g2]):
+            continue
+        name = m.geom(g2 if m.geom_bodyid[g1] == target else g1).name
+        finger = next((f for f in FINGERS if name.startswith(f + "/")), None)
+        if finger is not None:
+            mujoco.mj_contactForce(m, d, i, force)
+            out[finger] += float(force[0])
+    return out
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("robot", ARMS)
 def test_arm_picks_up_a_cube(robot: str) -> None:
-    """Top-down over a 4.5 cm cube, close, lift 15 cm: the cube comes up between both fingers."""
+    """Top-down over a 4.5 cm cube, the TCP at its middle, close, lift 15 cm: the cube comes up
+    between both fingers, each squeezing it with the gripper's grasp force."""
     cube = ObjectSpec("cube", "cube", 0, Window(center=(0.5, 0.0), size=(0.0, 0.0), yaw=(0.0, 0.0)))
     world = _world(robot, (cube,))
     model = RobotModel(robot)
     from afford_planner.ik import solve_ik
 
     try:
-        start = world.object_pose("cube")[:3, 3].copy()
+        start = world.object_pose("cube")[:3, 3].copy()  # the cube's origin: the middle of its base
         grasp = np.eye(4)
         grasp[:3, :3] = HOME_TCP_ROTATION
-        grasp[:3, 3] = start + np.array([0.0, 0.0, 0.0])
+        grasp[:3, 3] = start + np.array([0.0, 0.0, 0.0225])
         above, lifted = grasp.copy(), grasp.copy()
         above[2, 3] += 0.12
         lifted[2, 3] += 0.15
@@ -94,7 +116,14 @@ def test_arm_picks_up_a_cube(robot: str) -> None:
             q = res.q
         world.move_arm(path[:1], [2.0])
         world.move_arm(path[1:], [1.5])
-        world.close_gripper()
+        assert world.close_gripper() == pytest.approx(0.045, abs=0.003)  # closed on it, not stalled
+        world.advance(0.3)
+        # The robosuite grippers' one servo is set from the grasp force; the FR3's hand is
+        # franky-sim's servo scaled to about 65 N per finger (afford_sim.robots.fr3).
+        squeeze = _squeeze(world, "cube")
+        for finger in FINGERS:
+            expected = model.robot.gripper.grasp_force
+            assert squeeze[finger] == pytest.approx(expected, rel=0.15 if robot == "fr3" else 0.05), squeeze
         res = solve_ik(model, lifted, q)
         assert res.success and res.q is not None
         world.move_arm([res.q], [1.5])
@@ -106,6 +135,21 @@ def test_arm_picks_up_a_cube(robot: str) -> None:
         assert world.gripper_width() == pytest.approx(0.045, abs=0.003)
     finally:
         world.close()
+
+
+@pytest.mark.parametrize("robot", [a for a in ARMS if ROBOTS.get(a).sim.builder == "robosuite"])
+def test_links_the_planner_never_checks_never_touch_in_the_simulator(robot: str) -> None:
+    """A robosuite arm's never_colliding pairs (the Sawyer's, from Rethink's MoveIt configuration,
+    among them shoulder covers that overlap the base) are left out of the planner's self-collision
+    checks; the simulator must not collide them either, or a plan the planner finds free could jam
+    the arm on itself."""
+    description = ROBOTS.get(robot)
+    m = load_robot(description, ModelConfig()).compile()
+    excluded = {
+        frozenset((m.body(int(sig >> 16)).name, m.body(int(sig & 0xFFFF)).name))
+        for sig in m.exclude_signature
+    }
+    assert description.never_colliding <= excluded
 
 
 def test_unbounded_joints_need_the_description_s_limits() -> None:

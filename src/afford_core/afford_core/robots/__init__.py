@@ -19,7 +19,9 @@ from afford_core.robots.description import (
 from afford_core.robots.fr3 import FR3
 from afford_core.robots.kinova3 import KINOVA3
 from afford_core.robots.panda import PANDA
+from afford_core.robots.sawyer import SAWYER
 from afford_core.robots.ur5e import UR5E
+from afford_core.robots.xarm7 import XARM7
 
 ROBOTS: Registry[RobotDescription] = Registry("robot")
 DEFAULT_ROBOT = "fr3"
@@ -29,6 +31,8 @@ ROBOTS.register("fr3", FR3)
 ROBOTS.register("ur5e", UR5E)
 ROBOTS.register("kinova3", KINOVA3)
 ROBOTS.register("panda", PANDA)
+ROBOTS.register("xarm7", XARM7)
+ROBOTS.register("sawyer", SAWYER)
 
 
 def get_robot(name: str | RobotDescription = DEFAULT_ROBOT) -> RobotDescription:

@@ -44,6 +44,8 @@ class GripperDescription:
     Attributes:
         name: What it is (``"franka_hand"``, ``"robotiq_2f85"``).
         max_width: Largest opening between the fingertip pads (m).
+        min_width: Opening between the pads with the fingers shut (m): 0 where they meet; a
+            part thinner than this slips between them.
         max_force: Largest continuous grasp force the hardware allows (N).
         grasp_force: Force a grasp closes with unless told otherwise (N).
         finger_joints: Joints of the kinematic model that move the fingers; the arm's model
@@ -68,10 +70,13 @@ class GripperDescription:
     pad_length: float
     palm_offset: float
     finger_length: float
+    min_width: float = 0.0
 
     def __post_init__(self) -> None:
         if not 0.0 < self.max_width <= 0.3:
             raise ValueError(f"{self.name}: max_width must be in (0, 0.3] m, got {self.max_width}")
+        if not 0.0 <= self.min_width < self.max_width:
+            raise ValueError(f"{self.name}: need 0 <= min_width < max_width, got {self.min_width}")
         if not 0.0 < self.grasp_force <= self.max_force:
             raise ValueError(
                 f"{self.name}: need 0 < grasp_force <= max_force, got {self.grasp_force}, {self.max_force}"
