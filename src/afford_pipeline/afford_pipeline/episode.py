@@ -179,6 +179,19 @@ class Episode:
         """Grounded points of the grasp region."""
         return self.parts[self.intent.grasp_region]
 
+    def unseen_parts(self) -> list[str]:
+        """The task's parts besides the grasp region (a spout to pour from, a rim to keep clear)
+        that grounding found no point of: the grasps cannot be ranked without them."""
+        return [p for p, pts in self.parts.items() if p != self.intent.grasp_region and not len(pts)]
+
+    def unseen_reason(self) -> str | None:
+        """Why the episode must abstain for :meth:`unseen_parts`; None when every part was seen."""
+        unseen = self.unseen_parts()
+        if not unseen:
+            return None
+        return (f"grounding found no {self.intent.target} {' or '.join(unseen)} in the view, which the task "
+                "needs to choose a grasp")
+
     # Perception -------------------------------------------------------------------------------
 
     def perceive(self) -> None:

@@ -359,6 +359,12 @@ def run_task(
                 return _finish(result, timer, t_start,
                                f"{prefix and f'step {k + 1}: '}grounding found no {intent.target} "
                                f"{intent.grasp_region} in the view")
+            # The task's other parts (a spout to pour from, a rim to keep clear) rank the grasps;
+            # without one of them the choice would be a guess.
+            unseen = ep.unseen_reason()
+            if chooser is None and unseen:
+                _fail_rest(result, steps, k, current=True)
+                return _finish(result, timer, t_start, f"{prefix and f'step {k + 1}: '}{unseen}")
 
             if chooser is None:  # the spine's own choice, timed step by step (bench/bench_spine.py)
                 with timer("sample"):

@@ -113,3 +113,24 @@ def test_a_push_proposes_push_contacts_behind_the_object_only() -> None:
             assert c.position[2] < 0.5 * radius + 0.01  # low: below the tipping height
     finally:
         world.close()
+
+
+def test_a_part_the_task_needs_but_grounding_missed_is_an_abstention(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grounding that finds the kettle's handle but not its spout: the pour cannot be ranked, so
+    the spine abstains with the reason (before, the constraint compiler raised mid-run)."""
+    import numpy as np
+
+    from afford_pipeline.episode import Episode
+    from afford_pipeline.spine import run_task
+
+    real = Episode.ground
+
+    def spoutless(self: Episode) -> None:
+        real(self)
+        self.parts["spout"] = np.empty((0, 3))
+
+    monkeypatch.setattr(Episode, "ground", spoutless)
+    result = run_task("pour-kettle-v1", SpineConfig(seed=0, execute=False))
+    assert result.selected is None and not result.success
+    assert result.abstained == ("grounding found no kettle spout in the view, which the task needs to "
+                                "choose a grasp")

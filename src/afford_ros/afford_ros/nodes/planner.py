@@ -266,6 +266,9 @@ class PlannerNode(Node):
         )
         if len(ep.region) < 5:
             raise ValueError(f"grounding found no {intent.target} {intent.grasp_region} in the view")
+        unseen = ep.unseen_reason()
+        if unseen:
+            raise ValueError(unseen)
         cands = ep.propose()
         choice = ep.choose(None, self.selection, self.top_k)
         digest = candidate_set_hash(cands, {"task": intent.text, "seed": int(req.seed)})
