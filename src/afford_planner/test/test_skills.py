@@ -142,6 +142,27 @@ def test_what_lies_on_a_receiver_is_found_and_its_own_points_are_not() -> None:
     assert len(occupied_on(plate, np.vstack([plate + rng.normal(0, 0.002, plate.shape), mug]))) == 0
 
 
+
+def test_what_lies_inside_a_box_is_found_from_its_floor() -> None:
+    """A box's seen inside reaches up its walls to the rim: measured from the top of those
+    points, a cube on its floor passes for empty room and the next thing lands on it. Things
+    that go inside are measured from the floor."""
+    from afford_planner.skills.motions import occupied_on
+
+    rng = np.random.default_rng(2)
+    floor = np.column_stack([rng.uniform(0.3, 0.56, 1500), rng.uniform(-0.1, 0.1, 1500),
+                             rng.uniform(0, 0.004, 1500)])
+    # The far wall's inner face, seen over the near one: a third of the points, up to 11 cm.
+    wall = np.column_stack([rng.uniform(0.3, 0.56, 800), np.full(800, 0.1), rng.uniform(0, 0.11, 800)])
+    inside = np.vstack([floor, wall])
+    cube = np.column_stack([rng.uniform(0.34, 0.39, 300), rng.uniform(-0.03, 0.02, 300),
+                            rng.uniform(0.01, 0.05, 300)])
+    scene = np.vstack([inside + rng.normal(0, 0.001, inside.shape), cube])
+    assert len(occupied_on(inside, scene)) == 0  # as on a plate: the cube is below the walls' top
+    found = occupied_on(inside, scene, inside=True)
+    assert len(found) > 250 and np.all(found[:, 0] < 0.4)
+    assert len(occupied_on(inside, inside + rng.normal(0, 0.001, inside.shape), inside=True)) == 0
+
 def test_a_place_goes_beside_what_already_lies_on_the_receiver() -> None:
     """A cube onto a plate a carrot already lies across: not onto the carrot, beside it, and
     still well on the plate. With nothing on the plate, its centre."""

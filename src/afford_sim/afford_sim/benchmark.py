@@ -87,7 +87,7 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     _b("stack_four_cube_pyramid", "medium", "stack"),
     _b("stack_papercup", "medium", "stack"),
     _b("composite_2picks_to_plate", "medium", "composite", "place-carrot-plate-then-cube-plate-v1"),
-    _b("composite_3picks_to_paperbox", "medium", "composite"),
+    _b("composite_3picks_to_paperbox", "medium", "composite", "place-bell-pepper-soup-can-cube-paper-box-v1"),
     # Hard: composite affordance tasks (10).
     _b("hang_mugcup", "hard", "hang", "hang-mug-v1"),
     _b("stack_four_cube", "hard", "stack"),

@@ -681,9 +681,12 @@ class CompositeTask(Task):
 
 #: Rows of a composite's scene on the robot's right, one per step, nearest first: each step's
 #: object in its own window (12 x 12 cm, +-30 deg yaw), its receiver to its left as when the
-#: step runs alone. Two rows fit the FR3's comfortable reach (40-70 cm ahead).
+#: step runs alone. Two rows fit the FR3's comfortable reach (40-70 cm ahead); a third step's
+#: object stands further right, between them (10 x 10 cm, 34 cm right of the centreline, 64 cm
+#: from the base: still inside the reach the place skill needs, clear of the first two rows).
 _ROWS = (Window(center=(0.42, -0.14), size=(0.12, 0.12), yaw=(-math.pi / 6, math.pi / 6)),
-         Window(center=(0.64, -0.14), size=(0.12, 0.12), yaw=(-math.pi / 6, math.pi / 6)))
+         Window(center=(0.64, -0.14), size=(0.12, 0.12), yaw=(-math.pi / 6, math.pi / 6)),
+         Window(center=(0.53, -0.34), size=(0.10, 0.10), yaw=(-math.pi / 6, math.pi / 6)))
 
 
 class PlaceSequenceTask(CompositeTask):
@@ -691,13 +694,14 @@ class PlaceSequenceTask(CompositeTask):
     and composite_2picks_to_plate when the steps share their receiver).
 
     Example: "put the banana on the plate, then put the cube in the mug"; "put the carrot on the
-    plate, then put the cube on the plate".
+    plate, then put the cube on the plate"; three things into one paper box.
     Randomized: every object's shape as in its step's task alone (a receiver that contains is
     redrawn with its object until the object fits its mouth); the first step's object in a
     12 x 12 cm window 42 cm ahead on the robot's right, the second's 22 cm further out, both with
-    +-30 deg yaw; each receiver to the left of its step's object as in the step's own task (8 cm
-    +-2 cm between their footprints, any yaw); a receiver a later step shares is the first
-    step's (drawn and placed once); the scene's objects never overlap (rejection sampling).
+    +-30 deg yaw, a third's in a 10 x 10 cm window 53 cm ahead and 34 cm right; each receiver to
+    the left of its step's object as in the step's own task (8 cm +-2 cm between their
+    footprints, any yaw); a receiver a later step shares is the first step's (drawn and placed
+    once); the scene's objects never overlap (rejection sampling).
     Success: each step's stages as its task judges them alone (grasp, lift, place: on or in its
     receiver, not on the table, not touching the fingers), in order, a failed stage ending the
     task; then ``kept``: every earlier object still on its receiver after the last step.
@@ -1015,3 +1019,24 @@ for _id, _steps, _tier, ((_t1, _p1, _d1), (_t2, _p2, _d2)) in _COMPOSITES:
         instructions=(f"put the {_t1} {_p1} the {_d1}, then put the {_t2} {_p2} the {_d2}",
                       f"first place the {_t1} {_p1} the {_d1} and then place the {_t2} {_p2} the {_d2}",
                       f"move the {_t1} {_ONTO[_p1]} the {_d1}; then move the {_t2} {_ONTO[_p2]} the {_d2}"))
+
+# Three things into one open paper box (AffordSim's composite_3picks_to_paperbox): each step is
+# a task of its own, small groceries whose footprint fits the box's mouth at any yaw. The box is
+# pinned to the larger part of its range (27-30 x 19-22 cm, 8-14 cm deep): three things side
+# by side on its floor need that room. The widest goes in first, to the middle, and the smallest
+# last, into the room left beside the others (in the other order the pepper found no room, or
+# the can, let go at the rim, landed on the cube and fell over).
+_INTO_BOX = ("bell_pepper", "soup_can", "cube")
+_BIG_BOX = {"paper_box": {"length": (0.27, 0.3), "width": (0.19, 0.22)}}
+for _t in _INTO_BOX:
+    _add(PlaceTask, f"place-{_slug(_t)}-paper-box-v1", target=_t, destination="paper_box", tier="easy",
+         shapes=_BIG_BOX,
+         instructions=(f"put the {_say(_t)} in the paper box", f"place the {_say(_t)} in the paper box",
+                       f"drop the {_say(_t)} into the paper box"))
+_ORDER["place-bell-pepper-soup-can-cube-paper-box-v1"] = len(_ORDER)
+register_composite(
+    PlaceSequenceTask, "place-bell-pepper-soup-can-cube-paper-box-v1",
+    steps=tuple(f"place-{_slug(_t)}-paper-box-v1" for _t in _INTO_BOX), tier="medium",
+    instructions=(", then ".join(f"put the {_say(_t)} in the paper box" for _t in _INTO_BOX),
+                  "first " + " and then ".join(f"place the {_say(_t)} in the paper box" for _t in _INTO_BOX),
+                  "; then ".join(f"move the {_say(_t)} into the paper box" for _t in _INTO_BOX)))

@@ -78,9 +78,20 @@ class Place(GraspSkill):
             raise ValueError("place needs the destination's receiving part")
         # What already lies on the receiver (a second thing onto one plate) moves the spot aside.
         receiver = [p for p in (ctx.dest_region, ctx.dest_support) if p is not None and len(p)]
-        occupied = (occupied_on(np.vstack(receiver), ctx.obstacles)
+        occupied = (occupied_on(np.vstack(receiver), ctx.obstacles, inside=_goes_inside(ctx))
                     if receiver and ctx.obstacles is not None and len(ctx.obstacles) else None)
         return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, occupied))]
+
+
+def _goes_inside(ctx: SkillContext) -> bool:
+    """Whether the place puts the object inside its receiver: the receiving part affords
+    ``contain`` and not ``support`` (a box's inside, a mug's; not a plate or a pan)."""
+    cat = CATEGORIES.get(ctx.intent.destination or "")
+    part = ctx.intent.destination_region
+    if cat is None or part is None:
+        return False
+    does = cat.affordances.get(part, ())
+    return "contain" in does and "support" not in does
 
 
 def table_spot(cloud_points: np.ndarray, offset: float) -> np.ndarray:

@@ -178,11 +178,14 @@ def receiving_centre(points: np.ndarray, min_depth: float = 0.03, band: float = 
 
 
 def occupied_on(receiver: np.ndarray, obstacles: np.ndarray, above: float = 0.008,
-                apart: float = 0.008) -> np.ndarray:
+                apart: float = 0.008, inside: bool = False) -> np.ndarray:
     """Points of other things resting on a receiver: the ``obstacles`` (every seen point but the
     held object's, the receiver's own among them) over the receiver's horizontal outline, more
-    than ``above`` over its receiving surface (the 90th percentile of its heights) and more than
-    ``apart`` from any of its points (its rim). (N, 3); empty when nothing lies on it."""
+    than ``above`` over its receiving surface and more than ``apart`` from any of its points
+    (its rim). The receiving surface is the 90th percentile of the receiver's heights (a plate's
+    top); for a receiver things go ``inside`` (a box, whose seen walls reach up to the rim) it
+    is its floor, the 2nd percentile, or a cube already in a box would pass for empty room.
+    (N, 3); empty when nothing lies on it."""
     from scipy.spatial import cKDTree
 
     rec = np.asarray(receiver, dtype=float).reshape(-1, 3)
@@ -190,7 +193,7 @@ def occupied_on(receiver: np.ndarray, obstacles: np.ndarray, above: float = 0.00
     if len(rec) < 4 or not len(obs):
         return np.empty((0, 3))
     lo, hi = rec[:, :2].min(0), rec[:, :2].max(0)
-    top = float(np.percentile(rec[:, 2], 90))
+    top = float(np.percentile(rec[:, 2], 2 if inside else 90))
     keep = np.all((obs[:, :2] >= lo) & (obs[:, :2] <= hi), axis=1) & (obs[:, 2] > top + above)
     cand = obs[keep]
     if not len(cand):
