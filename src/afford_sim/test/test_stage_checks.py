@@ -337,6 +337,59 @@ def test_stack_passes_on_the_other_block_and_fails_beside_it() -> None:
         assert not result.ok and "on the table: True" in result.detail, result.detail
 
 
+def test_nest_passes_with_the_cup_inside_the_other_and_fails_beside_across_or_held() -> None:
+    """Two paper cups; the receiver is ``paper_cup_2``. Side by side where the sampler put them:
+    not nested. Dropped centred over the other's mouth: in it, deeper than a third of its
+    height, axes together. Lying on its side across the mouth (or rolled off it): not nested.
+    Inside but still in the hand: not nested."""
+    with _scene("stack-paper-cup-v1") as (task, world):
+        assert task.destination_name == "paper_cup_2" and task.skill == "nest"
+        result = _check(task, "place", world)
+        assert not result.ok and "on the table: True" in result.detail, result.detail
+        centre, top = _mouth(world, "paper_cup_2")
+        height = _extent(world, "paper_cup", 2)
+        _put_centre_at(world, "paper_cup", np.array([*centre, top + height / 2 + 0.01]))
+        world.advance(1.5)
+        result = _check(task, "place", world)
+        assert result.ok, result.detail
+        sunk, need = (float(x) for x in re.findall(r"([\d.]+) cm below the rim \(in it from ([\d.]+)",
+                                                   result.detail)[0])
+        assert sunk > 1.5 * need, result.detail  # nested well past the threshold, not near it
+        angle = float(re.findall(r"axes (\d+) deg apart", result.detail)[0])
+        assert angle <= 3, result.detail
+        # On its side across the mouth: it rests on the rim or rolls off, and leans 90 deg.
+        side = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+        _put_centre_at(world, "paper_cup", np.array([*centre, top + 0.04]), rotation=side)
+        world.advance(1.5)
+        result = _check(task, "place", world)
+        assert not result.ok, result.detail
+        assert float(re.findall(r"axes (\d+) deg apart", result.detail)[0]) > 15, result.detail
+        _grip_in_hand(world, "paper_cup")
+        assert not _check(task, "place", world).ok
+
+
+def test_nesting_cups_are_drawn_so_the_base_passes_the_other_mouth() -> None:
+    """Either cup of every drawn pair goes into the other: its base at least 4 mm narrower, in
+    radius, than the other's mouth as built (the rim's innermost vertices, bead included); the
+    everyday draws would not (a 2.5 cm base over a 2.3-2.4 cm mouth)."""
+    from afford_sim.assets import make
+
+    task = get_task("stack-paper-cup-v1")
+    assert "bottom_radius drawn in [0.021, 0.022]" in task.randomization()["paper_cup"]["shape"]
+    for seed in range(40):
+        a, b = task.scene(seed).objects
+        for upper, lower in ((a, b), (b, a)):
+            base = make(upper.category, upper.seed, **dict(upper.params)).params["bottom_radius"]
+            rim = make(lower.category, lower.seed, **dict(lower.params)).part_mesh("rim")
+            axis = 0.5 * (rim.bounds[0, :2] + rim.bounds[1, :2])
+            mouth = float(np.min(np.linalg.norm(np.asarray(rim.vertices)[:, :2] - axis, axis=1)))
+            assert mouth - base >= 0.004, (seed, mouth, base)
+    narrow = make("paper_cup", 0, bottom_radius=0.021, flare=0.005)  # an everyday draw
+    rim = narrow.part_mesh("rim")
+    axis = 0.5 * (rim.bounds[0, :2] + rim.bounds[1, :2])
+    assert float(np.min(np.linalg.norm(np.asarray(rim.vertices)[:, :2] - axis, axis=1))) < 0.025
+
+
 def test_place_on_a_shelf_passes_on_its_top_board_and_fails_fallen_in_front_of_it() -> None:
     """The low shelf faces the robot and is pinned 20-25 cm tall; a mug set on its top board
     passes, the same mug on the table in front of the shelf (fallen off) does not, nor one

@@ -83,6 +83,22 @@ class Place(GraspSkill):
         return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, occupied))]
 
 
+@SKILLS.register("nest")
+class Nest(GraspSkill):
+    """Place a round vessel into another of its kind (a paper cup into a paper cup): as
+    :class:`Place`, the held one centred by the axis of its base, since the mouth leaves it
+    millimetres (:meth:`SkillRunner.place`'s ``round_base``)."""
+
+    actions = (NextAction.STACK,)
+    stage_names = ("approach", "grasp", "lift", "place")
+
+    def after_lift(self, ctx: SkillContext) -> list[Stage]:
+        if ctx.dest_region is None:
+            raise ValueError("nest needs the receiving vessel's points")
+        dest = ctx.dest_region
+        return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, round_base=True))]
+
+
 def table_spot(cloud_points: np.ndarray, offset: float) -> np.ndarray:
     """A 4 x 4 cm patch of the support, ``offset`` (m) sideways from where the object stood,
     towards the robot's centreline (where the arm reaches best): points a place aims at."""
