@@ -30,7 +30,8 @@ def test_every_task_judges_every_stage_of_its_skill(task_id: str) -> None:
 def test_skills_are_found_by_name_and_by_action() -> None:
     assert {"pick", "place", "hang", "pour", "open", "push"} <= set(SKILLS.names())
     assert skill_for_action(NextAction.POUR) == "pour"
-    # "nest" (a cup into a cup) serves only the tasks that name it; stacking in general is a place.
+    # "place_nested" (a cup into a cup) serves only the tasks that name it: a stack without a
+    # task is a place (the first skill by name that serves it).
     assert skill_for_action(NextAction.STACK) == "place"
     assert skill_for_action(NextAction.CLOSE) == "open"
     assert skill_for_action(NextAction.PUSH) == "push"

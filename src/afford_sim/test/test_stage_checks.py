@@ -343,7 +343,7 @@ def test_nest_passes_with_the_cup_inside_the_other_and_fails_beside_across_or_he
     height, axes together. Lying on its side across the mouth (or rolled off it): not nested.
     Inside but still in the hand: not nested."""
     with _scene("stack-paper-cup-v1") as (task, world):
-        assert task.destination_name == "paper_cup_2" and task.skill == "nest"
+        assert task.destination_name == "paper_cup_2" and task.skill == "place_nested"
         result = _check(task, "place", world)
         assert not result.ok and "on the table: True" in result.detail, result.detail
         centre, top = _mouth(world, "paper_cup_2")
@@ -356,6 +356,7 @@ def test_nest_passes_with_the_cup_inside_the_other_and_fails_beside_across_or_he
                                                    result.detail)[0])
         assert sunk > 1.5 * need, result.detail  # nested well past the threshold, not near it
         angle = float(re.findall(r"axes (\d+) deg apart", result.detail)[0])
+        assert float(re.findall(r"tilted (\d+) deg", result.detail)[0]) <= 3, result.detail
         assert angle <= 3, result.detail
         # On its side across the mouth: it rests on the rim or rolls off, and leans 90 deg.
         side = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
@@ -366,6 +367,21 @@ def test_nest_passes_with_the_cup_inside_the_other_and_fails_beside_across_or_he
         assert float(re.findall(r"axes (\d+) deg apart", result.detail)[0]) > 15, result.detail
         _grip_in_hand(world, "paper_cup")
         assert not _check(task, "place", world).ok
+    with _scene("stack-paper-cup-v1") as (task, world):
+        # Nested, then the lower cup knocked onto its side with the upper one in it.
+        centre, top = _mouth(world, "paper_cup_2")
+        height = _extent(world, "paper_cup", 2)
+        _put_centre_at(world, "paper_cup", np.array([*centre, top + height / 2 + 0.01]))
+        world.advance(1.5)
+        assert _check(task, "place", world).ok
+        for name in ("paper_cup_2", "paper_cup"):
+            pose = world.object_pose(name)
+            pose[:3, :3] = side @ pose[:3, :3]
+            pose[2, 3] += 0.04
+            world.set_object_pose(name, pose)
+        result = _check(task, "place", world)
+        assert not result.ok, result.detail
+        assert float(re.findall(r"tilted (\d+) deg", result.detail)[0]) > 15, result.detail
 
 
 def test_nesting_cups_are_drawn_so_the_base_passes_the_other_mouth() -> None:

@@ -83,8 +83,8 @@ class Place(GraspSkill):
         return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, occupied))]
 
 
-@SKILLS.register("nest")
-class Nest(GraspSkill):
+@SKILLS.register("place_nested")
+class PlaceNested(GraspSkill):
     """Place a round vessel into another of its kind (a paper cup into a paper cup): as
     :class:`Place`, the held one centred by the axis of its base, since the mouth leaves it
     millimetres (:meth:`SkillRunner.place`'s ``round_base``)."""
