@@ -54,6 +54,26 @@ def test_axis_of_a_half_seen_cylinder_is_its_true_axis() -> None:
     assert np.linalg.norm(np.median(pts[:, :2], axis=0) - [0.4, -0.1]) > 0.01
 
 
+def test_a_held_cup_is_centred_by_its_base_not_its_seen_side() -> None:
+    """One camera sees one side of a held paper cup, tapering from 2.2 cm at its base to 3 cm at
+    its mouth: the median of those points sits more than a centimetre off the axis, and a circle
+    through the whole side is pulled by the taper; the circle through the lowest band is on the
+    axis. Points with no round base (a flat patch) fall back to their median."""
+    from afford_planner.skills.motions import base_axis_xy
+
+    rng = np.random.default_rng(1)
+    axis = np.array([0.45, -0.2])
+    z = rng.uniform(0.15, 0.25, 800)
+    r = 0.022 + 0.008 * (z - 0.15) / 0.1
+    ang = rng.uniform(-2.4, 0.2, 800)
+    cup = np.column_stack([axis[0] + r * np.cos(ang), axis[1] + r * np.sin(ang), z])
+    assert np.linalg.norm(np.median(cup[:, :2], axis=0) - axis) > 0.01
+    assert np.linalg.norm(base_axis_xy(cup) - axis) < 0.001
+    flat = np.column_stack([rng.uniform(0.4, 0.5, 300), rng.uniform(-0.1, 0.0, 300),
+                            rng.uniform(0, 0.005, 300)])
+    assert np.allclose(base_axis_xy(flat), np.median(flat[:, :2], axis=0))
+
+
 @pytest.mark.parametrize("field", ["pregrasp_offset", "lift_height", "settle_s", "retreat", "pull_distance"])
 def test_skill_config_refuses_non_positive_distances(field: str) -> None:
     with pytest.raises(ValueError, match=field):

@@ -61,8 +61,13 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     _b("close_microwave", "medium", "open_close"),
     _b("open_microwave", "medium", "open_close"),
     _b("hang_cup", "medium", "hang"),
+    # The seed's "mugcup" is our mug ("cup" is a synonym of it); its other "cup" is read here as
+    # the paper cup in these two tasks. The coffee machine's head reaches 2.3-6.8 cm past its
+    # nozzle over the tray, so a cup centred under the nozzle and lowered from above meets it
+    # (and the hand above the cup does): the coffee machine tasks wait for a place that slides
+    # in from the front.
     _b("pick_cup_place_coffeemachine", "medium", "pick_place"),
-    _b("pick_cup_place_woodshelf", "medium", "pick_place"),
+    _b("pick_cup_place_woodshelf", "medium", "pick_place", "place-paper-cup-shelf-v1"),
     _b("pick_green_bellpepper_place_pan", "medium", "pick_place", "place-bell-pepper-pan-v1"),
     _b("pick_kettle_place_base", "medium", "pick_place", "place-kettle-kettle-base-v1"),
     _b("pick_lid_place_pot", "medium", "pick_place"),
@@ -85,7 +90,7 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     _b("push_coffeecan", "medium", "pull_push", "push-coffee-can-v1"),
     _b("stack_cube", "medium", "stack", "stack-cube-v1"),
     _b("stack_four_cube_pyramid", "medium", "stack"),
-    _b("stack_papercup", "medium", "stack"),
+    _b("stack_papercup", "medium", "stack", "stack-paper-cup-v1"),
     _b("composite_2picks_to_plate", "medium", "composite", "place-carrot-plate-then-cube-plate-v1"),
     _b("composite_3picks_to_paperbox", "medium", "composite", "place-bell-pepper-soup-can-cube-paper-box-v1"),
     # Hard: composite affordance tasks (10).

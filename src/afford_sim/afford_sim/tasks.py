@@ -455,6 +455,71 @@ class PlaceOnTableTask(Task):
                          f"still touching the fingers: {held}")
 
 
+class NestTask(StackTask):
+    """Nest a tapered vessel into another of its kind (AffordSim's stack_papercup: a paper cup
+    dropped into a paper cup, as a stack of them stands on a counter).
+
+    Example: "stack the paper cup on the other paper cup", "put the paper cup into the other
+    paper cup".
+    The skill is ``place``, which centres a vessel put into one of its kind by the axis of its
+    base: the mouth leaves it millimetres and the median of one seen side is a centimetre or two
+    off (the same in the graph, whose planner knows the sentence, not the task).
+    Randomized: both shapes, drawn independently from the task's pinned ranges (for paper cups a
+    bottom radius of 2.1-2.2 cm and a flare of 0.8-0.9 cm: the upper cup's bottom is then at
+    least 4 mm narrower, in radius, than the lower cup's mouth inside its rim bead, so it goes
+    in at any yaw, with room for a few millimetres of perception error; with the everyday draws
+    a 2.5 cm bottom can meet a mouth of 2.3 cm and cannot); the
+    first in a 16 x 16 cm window on the robot's right with +-30 deg yaw; the receiver
+    ``<kind>_2`` to its left, 8 cm (+-2 cm) between their footprints, any yaw.
+    Success: grasp and lift as for picking; place: after release, retreat and 1 s of settling
+    (a cup of 8-20 g can still be sliding down the other's wall, for an instant touching
+    nothing, when the hand has gone), the upper cup is in the lower one as for any containing
+    receiver (:class:`PlaceTask`): it touches the lower
+    cup and neither the table nor the fingers, its centre over the lower cup's footprint and its
+    lowest point at least a third of the lower cup's height below its rim (a cup resting across
+    the rim, or caught on it, sinks only a bead's height; one nested slides in until the walls
+    meet, 4-8 cm on the draws tried, about two thirds of the height); and coaxial with it: the
+    two axes within 15 deg (nested tapered walls hold them within a degree or two; a cup jammed
+    askew in the mouth or lying across it leans more), the lower cup still upright within 15 deg
+    (a pair knocked over together, seen once in the Table 1 run, is not a stack; it also lies
+    on the table).
+    """
+
+    #: Largest angle between the two cups' axes (deg).
+    max_axis_deg: ClassVar[float] = 15.0
+    #: Settling (s) before the place is judged.
+    settle_s: ClassVar[float] = 1.0
+
+    def scene(self, seed: int) -> SceneSpec:
+        dest, kind = self.destination_name, self.destination
+        assert dest is not None and kind is not None
+        # The mouth test of _fitting_pair compares footprint diagonals, which a cup's flared top
+        # never passes; the pinned ranges make every draw fit (tested), so draw once.
+        ranges = dict(self.shapes.get(kind, {}))
+        (s1, p1), (s2, p2) = _fitting_pair(seed, (self.target_name, ranges), (kind, ranges), contain=False)
+        return _scene(
+            ObjectSpec(self.target_name, self.target_name, s1, _FRONT, params=p1),
+            ObjectSpec(dest, kind, s2, Relative("left_of", self.target_name, distance=self.receiver_gap,
+                                                jitter=0.02, yaw=self.receiver_yaw), params=p2),
+        )
+
+    def check_place(self, world: BatchWorld) -> Check:
+        dest = self.destination_name
+        assert dest is not None
+        # A paper cup weighs 8-20 g: let go over the mouth, it can still be sliding down the
+        # other's wall, out of contact for an instant, when the hand has retreated (seen in a
+        # rollout that came to rest nested a quarter of a second later). Judge it at rest.
+        world.advance(self.settle_s)
+        base = super().check_place(world)
+        up, down = world.object_pose(self.target_name)[:3, 2], world.object_pose(dest)[:3, 2]
+        angle = math.degrees(math.acos(float(np.clip(up @ down, -1.0, 1.0))))
+        # The lower cup still stands: a pair knocked over together is nested, not stacked.
+        lean = math.degrees(math.acos(float(np.clip(down[2], -1.0, 1.0))))
+        ok = base.ok and angle <= self.max_axis_deg and lean <= self.max_axis_deg
+        return Check(ok, f"{base.detail}, axes {angle:.0f} deg apart, the {dest} tilted {lean:.0f} deg "
+                         f"(both within {self.max_axis_deg:.0f})")
+
+
 class HangTask(Task):
     """Hang a mug on a rack's hook by its handle ring, holding the mug by its body.
 
@@ -1003,6 +1068,19 @@ for _t, _d, _p in (("bell_pepper", "pan", "in"), ("kettle", "kettle_base", "on")
          tier="medium", shapes=_LOW_SHELF if _d == "shelf" else _FIT.get((_t, _d)),
          instructions=(f"put the {_say(_t)} {_p} the {_say(_d)}", f"place the {_say(_t)} {_p} the {_say(_d)}",
                        f"move the {_say(_t)} {_ONTO[_p]} the {_say(_d)}"))
+
+# AffordSim's paper cup tasks. The seed's "mugcup" is our mug (and "cup" a synonym of it), so
+# its other "cup" is read as the paper cup: onto the low shelf as the mug is, and nested into a
+# second paper cup (stack_papercup). Pinned cups nest at any yaw (NestTask).
+_add(PlaceOnShelfTask, _place_id("paper_cup", "shelf"), target="paper_cup", destination="shelf",
+     tier="medium", shapes=_LOW_SHELF,
+     instructions=("put the paper cup on the shelf", "place the paper cup on the shelf",
+                   "move the paper cup onto the shelf"))
+_NESTING_CUPS = {"paper_cup": {"bottom_radius": (0.021, 0.022), "flare": (0.008, 0.009)}}
+_add(NestTask, "stack-paper-cup-v1", target="paper_cup", destination="paper_cup", tier="medium",
+     shapes=_NESTING_CUPS,
+     instructions=("stack the paper cup on the other paper cup", "put the paper cup into the other paper cup",
+                   "nest the paper cup in the other paper cup"))
 
 # Composites (AffordSim's long-horizon tier): steps that run alone above, chained in one scene.
 # Two things onto one plate: the second goes down beside the first (the place skill's free spot).

@@ -278,11 +278,13 @@ def test_in_a_container_is_measured_from_the_rim_not_from_a_handle_above_it() ->
 
 def test_containing_receivers_draw_objects_that_fit_their_mouth() -> None:
     """Every place-in task's scenes pair an object whose footprint diagonal passes the mouth;
-    the pinned shapes are recorded with the scene and declared in the randomization."""
-    from afford_sim.tasks import MOUTH_SHARE, TASKS, PlaceTask, _footprint, _opening
+    the pinned shapes are recorded with the scene and declared in the randomization. A cup
+    nested into a cup goes in base first, not footprint first: its own rule is tested in
+    test_nesting_cups_are_drawn_so_the_base_passes_the_other_mouth."""
+    from afford_sim.tasks import MOUTH_SHARE, TASKS, NestTask, PlaceTask, _footprint, _opening
 
     tasks = [get_task(t) for t in TASKS.names()]
-    contain = [t for t in tasks if isinstance(t, PlaceTask) and t.contains()]
+    contain = [t for t in tasks if isinstance(t, PlaceTask) and not isinstance(t, NestTask) and t.contains()]
     ids = {t.task_id for t in contain}
     assert {"place-cube-mug-v2", "place-banana-bowl-v2", "place-carrot-bowl-v2"} <= ids
     for task in contain:
@@ -335,6 +337,75 @@ def test_stack_passes_on_the_other_block_and_fails_beside_it() -> None:
         world.advance(1.0)
         result = _check(task, "place", world)
         assert not result.ok and "on the table: True" in result.detail, result.detail
+
+
+def test_nest_passes_with_the_cup_inside_the_other_and_fails_beside_across_or_held() -> None:
+    """Two paper cups; the receiver is ``paper_cup_2``. Side by side where the sampler put them:
+    not nested. Dropped centred over the other's mouth: in it, deeper than a third of its
+    height, axes together. Lying on its side across the mouth (or rolled off it): not nested.
+    Inside but still in the hand: not nested."""
+    with _scene("stack-paper-cup-v1") as (task, world):
+        assert task.destination_name == "paper_cup_2" and task.skill == "place"
+        result = _check(task, "place", world)
+        assert not result.ok and "on the table: True" in result.detail, result.detail
+        centre, top = _mouth(world, "paper_cup_2")
+        height = _extent(world, "paper_cup", 2)
+        _put_centre_at(world, "paper_cup", np.array([*centre, top + height / 2 + 0.01]))
+        world.advance(1.5)
+        result = _check(task, "place", world)
+        assert result.ok, result.detail
+        sunk, need = (float(x) for x in re.findall(r"([\d.]+) cm below the rim \(in it from ([\d.]+)",
+                                                   result.detail)[0])
+        assert sunk > 1.5 * need, result.detail  # nested well past the threshold, not near it
+        angle = float(re.findall(r"axes (\d+) deg apart", result.detail)[0])
+        assert float(re.findall(r"tilted (\d+) deg", result.detail)[0]) <= 3, result.detail
+        assert angle <= 3, result.detail
+        # On its side across the mouth: it rests on the rim or rolls off, and leans 90 deg.
+        side = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+        _put_centre_at(world, "paper_cup", np.array([*centre, top + 0.04]), rotation=side)
+        world.advance(1.5)
+        result = _check(task, "place", world)
+        assert not result.ok, result.detail
+        assert float(re.findall(r"axes (\d+) deg apart", result.detail)[0]) > 15, result.detail
+        _grip_in_hand(world, "paper_cup")
+        assert not _check(task, "place", world).ok
+    with _scene("stack-paper-cup-v1") as (task, world):
+        # Nested, then the lower cup knocked onto its side with the upper one in it.
+        centre, top = _mouth(world, "paper_cup_2")
+        height = _extent(world, "paper_cup", 2)
+        _put_centre_at(world, "paper_cup", np.array([*centre, top + height / 2 + 0.01]))
+        world.advance(1.5)
+        assert _check(task, "place", world).ok
+        for name in ("paper_cup_2", "paper_cup"):
+            pose = world.object_pose(name)
+            pose[:3, :3] = side @ pose[:3, :3]
+            pose[2, 3] += 0.04
+            world.set_object_pose(name, pose)
+        result = _check(task, "place", world)
+        assert not result.ok, result.detail
+        assert float(re.findall(r"tilted (\d+) deg", result.detail)[0]) > 15, result.detail
+
+
+def test_nesting_cups_are_drawn_so_the_base_passes_the_other_mouth() -> None:
+    """Either cup of every drawn pair goes into the other: its base at least 4 mm narrower, in
+    radius, than the other's mouth as built (the rim's innermost vertices, bead included); the
+    everyday draws would not (a 2.5 cm base over a 2.3-2.4 cm mouth)."""
+    from afford_sim.assets import make
+
+    task = get_task("stack-paper-cup-v1")
+    assert "bottom_radius drawn in [0.021, 0.022]" in task.randomization()["paper_cup"]["shape"]
+    for seed in range(40):
+        a, b = task.scene(seed).objects
+        for upper, lower in ((a, b), (b, a)):
+            base = make(upper.category, upper.seed, **dict(upper.params)).params["bottom_radius"]
+            rim = make(lower.category, lower.seed, **dict(lower.params)).part_mesh("rim")
+            axis = 0.5 * (rim.bounds[0, :2] + rim.bounds[1, :2])
+            mouth = float(np.min(np.linalg.norm(np.asarray(rim.vertices)[:, :2] - axis, axis=1)))
+            assert mouth - base >= 0.004, (seed, mouth, base)
+    narrow = make("paper_cup", 0, bottom_radius=0.021, flare=0.005)  # an everyday draw
+    rim = narrow.part_mesh("rim")
+    axis = 0.5 * (rim.bounds[0, :2] + rim.bounds[1, :2])
+    assert float(np.min(np.linalg.norm(np.asarray(rim.vertices)[:, :2] - axis, axis=1))) < 0.025
 
 
 def test_place_on_a_shelf_passes_on_its_top_board_and_fails_fallen_in_front_of_it() -> None:

@@ -19,6 +19,8 @@ from afford_sim.tasks import TASKS, TIERS, PickTask, find_steps, find_task, get_
         ("open-drawer-v1", {"cabinet"}),
         ("stack-cube-v1", {"cube", "cube_2"}),
         ("place-mug-shelf-v1", {"mug", "shelf"}),
+        ("place-paper-cup-shelf-v1", {"paper_cup", "shelf"}),
+        ("stack-paper-cup-v1", {"paper_cup", "paper_cup_2"}),
     ],
 )
 def test_task_builds_a_placeable_scene_of_its_objects(task_id: str, objects: set[str]) -> None:

@@ -177,6 +177,27 @@ def receiving_centre(points: np.ndarray, min_depth: float = 0.03, band: float = 
     return centre
 
 
+def base_axis_xy(points: np.ndarray, band: float = 0.015, max_residual: float = 0.003) -> np.ndarray:
+    """Horizontal position of a held round object's axis, from the points of its lowest
+    ``band`` (a cup's base, what has to go into another's mouth): a circle fit, as
+    :func:`_axis_xy`; the points' median when fewer than 10 lie there, they are not round
+    within ``max_residual``, or the circle is wider than they spread or centred more than a
+    diameter from their median (a wild fit to a short arc). The median of one seen side lies
+    nearly a radius off the axis, so a radius is no bound."""
+    from afford_planner.candidates import fit_circle
+
+    pts = np.asarray(points, dtype=float)
+    median = np.median(pts[:, :2], axis=0)
+    low = pts[pts[:, 2] <= pts[:, 2].min() + band]
+    if len(low) < 10:
+        return median
+    centre, radius, resid = fit_circle(low[:, :2])
+    spread = float(np.max(np.ptp(low[:, :2], axis=0)))
+    if resid > max_residual or radius > spread or float(np.linalg.norm(centre - median)) > 2 * radius:
+        return median
+    return centre
+
+
 def occupied_on(receiver: np.ndarray, obstacles: np.ndarray, above: float = 0.008,
                 apart: float = 0.008, inside: bool = False) -> np.ndarray:
     """Points of other things resting on a receiver: the ``obstacles`` (every seen point but the
@@ -350,13 +371,18 @@ class SkillRunner:
         self.move_line(back, "retreat")
 
     def place(self, held: HeldObject, surface_points: np.ndarray,
-              occupied: np.ndarray | None = None) -> None:
+              occupied: np.ndarray | None = None, round_base: bool = False) -> None:
         """Put the held object down centred over ``surface_points`` (the receiving region), or,
         when ``occupied`` (points of things already on it) leaves no room there, at the free
-        spot beside them (:func:`free_spot`)."""
+        spot beside them (:func:`free_spot`). With ``round_base`` the object is centred by the
+        axis of its round base (:func:`base_axis_xy`) instead of its points' median: what one
+        camera sees of a held cup lies to one side of its axis, a centimetre off, and a cup
+        nested into another has millimetres to spare."""
         pose = self.current_pose()
         obj = held.in_world(pose)
-        turn = alignment_yaw(obj[:, :2], surface_points[:, :2])
+        # A round base has no long axis to align (and what is seen of it, one side, can look
+        # elongated enough to turn it for nothing).
+        turn = 0.0 if round_base else alignment_yaw(obj[:, :2], surface_points[:, :2])
         if turn:
             # A long object onto a long, narrow support (a chocolate box onto a sugar box on its
             # side): turn it about the vertical so that the two long axes agree.
@@ -370,7 +396,7 @@ class SkillRunner:
                                   target_xy)
         top = float(np.percentile(surface_points[:, 2], 90))
         delta = np.zeros(3)
-        delta[:2] = target_xy - np.median(obj[:, :2], axis=0)
+        delta[:2] = target_xy - (base_axis_xy(obj) if round_base else np.median(obj[:, :2], axis=0))
         delta[2] = top + self.config.place_clearance - obj[:, 2].min()
         down = 0.08
         above = _translated(pose, delta + np.array([0, 0, down]))
