@@ -15,8 +15,10 @@ Layout of a run directory::
     report.md                           derived from the records alone (``afford bench table1
                                         --report DIR`` rebuilds it)
 
-Re-running the command resumes: stored records are kept, the rest are run; another config in
-the same directory is refused. Rollouts are independent, so they run on the local cores
+Re-running the command resumes: stored records are kept, the rest are run. A config that only
+adds tasks to the stored one (the benchmark grew: ``--tier all`` now names more) extends the run:
+the new tasks' rollouts are run and join the report; any other difference is refused.
+Rollouts are independent, so they run on the local cores
 (``--executor local``, spawned processes) or on a Ray cluster (``--executor ray``, with
 ``--ray-address`` or a local instance of ``--jobs`` CPUs) through the same function.
 """
@@ -162,13 +164,24 @@ def _randomization_lines(config: Table1Config) -> list[str]:
             f"`randomization.domain`): {json.dumps(declared)}."]
 
 
+def extends(stored: Table1Config, config: Table1Config) -> bool:
+    """Whether ``config`` is ``stored`` with tasks added (and none dropped): the same sources,
+    rollouts, arm, seeds and randomization, so the stored records stay what it would run."""
+    same = asdict(stored) | {"tasks": ()} == asdict(config) | {"tasks": ()}
+    return same and set(stored.tasks) < set(config.tasks)
+
+
 def _open(run_dir: Path, config: Table1Config) -> None:
     path = run_dir / "config.json"
     if path.exists():
         stored = Table1Config.from_dict(json.loads(path.read_text()))
-        if stored != config:
-            raise ValueError(f"{run_dir} holds another run ({stored}); choose another --out")
-        return
+        if stored == config:
+            return
+        if extends(stored, config):
+            write_json(path, config.as_dict())  # the new tasks join; every stored record stays
+            return
+        raise ValueError(f"{run_dir} holds another run ({stored}); choose another --out, or name every "
+                         "task it holds (a run is extended by new tasks only)")
     if run_dir.exists() and any(run_dir.iterdir()):
         raise ValueError(f"{run_dir} is not empty and holds no table1 config; choose another --out")
     write_json(path, config.as_dict())

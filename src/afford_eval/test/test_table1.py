@@ -170,3 +170,24 @@ def test_the_ray_executor_runs_the_same_rollouts(tmp_path: Path) -> None:
     a, b = table1.load_records(tmp_path / "local")[0], table1.load_records(tmp_path / "ray")[0]
     for key in ("success", "stages", "selected", "randomization", "candidates"):
         assert a[key] == b[key], key
+
+
+def test_a_run_is_extended_by_new_tasks_and_nothing_else(tmp_path: Path) -> None:
+    """The benchmark grows task by task: `--tier all` on a stored run then names more tasks, and
+    runs only theirs. Dropping a task, or any other change, is another run."""
+    from afford_eval.table1 import _open, extends
+
+    base = Table1Config(tasks=("pour-paper-cup-v1", "pick-cube-v1"), sources=("manual",), rollouts=2)
+    more = Table1Config(tasks=("pour-paper-cup-v1", "stack-cube-v1", "pick-cube-v1"), sources=("manual",),
+                        rollouts=2)
+    assert extends(base, more) and not extends(more, base) and not extends(base, base)
+    assert not extends(base, Table1Config(tasks=more.tasks, sources=("manual",), rollouts=3))
+    assert not extends(base, Table1Config(tasks=more.tasks, sources=("manual",), rollouts=2, robot="ur5e"))
+    assert not extends(base, Table1Config(tasks=("pour-paper-cup-v1", "stack-cube-v1"), sources=("manual",),
+                                          rollouts=2))  # pick-cube-v1 dropped
+    out = tmp_path / "run"
+    _open(out, base)
+    _open(out, more)
+    assert Table1Config.from_dict(json.loads((out / "config.json").read_text())) == more
+    with pytest.raises(ValueError, match="extended by new tasks only"):
+        _open(out, base)
