@@ -300,6 +300,7 @@ def run_task(
     from afford_planner.skills import stage_iter
     from afford_sim.randomization import RECORD_KEY
     from afford_sim.tasks import CompositeTask, find_steps, get_task
+    from afford_sim.world import NotVisible
 
     cfg = config or SpineConfig()
     timer = _Timer()
@@ -345,7 +346,11 @@ def run_task(
             ep = Episode(intent, step_task, world, source, seed=cfg.seed + k, skill_config=cfg.skill,
                          samplers=cfg.samplers)
             with timer("perceive"):
-                ep.perceive()
+                try:
+                    ep.perceive()
+                except NotVisible as exc:  # hidden (a composite's earlier step moved things): no guess
+                    _fail_rest(result, steps, k, current=True)
+                    return _finish(result, timer, t_start, f"{prefix and f'step {k + 1}: '}{exc}")
             assert ep.cloud is not None
             _say(progress, f"[perceive] {len(ep.cloud)} target points, {len(ep.obstacles)} obstacle points")
 

@@ -134,3 +134,26 @@ def test_a_part_the_task_needs_but_grounding_missed_is_an_abstention(monkeypatch
     assert result.selected is None and not result.success
     assert result.abstained == ("grounding found no kettle spout in the view, which the task needs to "
                                 "choose a grasp")
+
+
+def test_an_object_the_camera_does_not_see_is_an_abstention(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A target hidden from the camera (in a composite, an earlier step can leave one object in
+    front of the next) ends the run with that reason and moves nothing; it used to escape the
+    spine as a ValueError. Here the banana is set down behind the robot, out of the view."""
+    import numpy as np
+
+    import afford_pipeline.spine as spine
+
+    real = spine.task_world
+
+    def banana_out_of_view(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        world = real(*args, **kwargs)
+        pose = world.object_pose("banana")
+        pose[:3, 3] = np.array([-0.6, 0.0, pose[2, 3]])
+        world.set_object_pose("banana", pose)
+        return world
+
+    monkeypatch.setattr(spine, "task_world", banana_out_of_view)
+    result = spine.run_task("place-banana-plate-v1", SpineConfig(seed=0))
+    assert not result.success and result.selected is None and not any(result.stages.values())
+    assert result.abstained == "the banana is not visible from camera 'front' (occluded or outside)"

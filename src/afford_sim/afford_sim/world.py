@@ -44,6 +44,11 @@ FINGERS: tuple[str, str] = (f"{ROBOT_PREFIX}/{FINGER_ROLES[0]}", f"{ROBOT_PREFIX
 _STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 
 
+class NotVisible(ValueError):
+    """An object the camera does not see (occluded by another, or outside the view): a run
+    abstains with this reason rather than guess where the object is."""
+
+
 @dataclass(frozen=True)
 class WorldConfig:
     """Settings of a :class:`BatchWorld`.
@@ -504,7 +509,7 @@ class BatchWorld:
         random ``dropout`` fraction of pixels is lost, like a real RGB-D sensor.
 
         Raises:
-            ValueError: when the object is not visible in the view.
+            NotVisible: when the object is not visible in the view.
         """
         if obs.depth is None or obs.segmentation is None:
             raise ValueError("observed_cloud needs a view rendered with depth and segmentation")
@@ -519,7 +524,8 @@ class BatchWorld:
         keep = rng.random(v.size) >= dropout
         v, u = v[keep], u[keep]
         if v.size == 0:
-            raise ValueError(f"{object_name} is not visible from camera {obs.camera!r} (occluded or outside)")
+            raise NotVisible(f"the {object_name} is not visible from camera {obs.camera!r} "
+                             "(occluded or outside)")
         z = obs.depth[v, u].astype(np.float64)
         if depth_noise_std > 0:
             z = z + rng.normal(0.0, depth_noise_std, z.size)
