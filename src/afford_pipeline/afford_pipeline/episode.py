@@ -428,8 +428,9 @@ class Episode:
         """The skill that runs this episode: the task's, or the one serving the parsed action."""
         return self.task.skill if self.task is not None else skill_for_action(self.intent.next_action)
 
-    def stages(self, grasp: GraspCandidate, executor: Executor) -> list[Stage]:
-        """The skill's stages for ``grasp``, as named callables run in order."""
+    def stages(self, grasp: GraspCandidate, executor: Executor, set_down: bool = False) -> list[Stage]:
+        """The skill's stages for ``grasp``, as named callables run in order; with ``set_down``,
+        and a stage that sets the still-held object down where it stood after them."""
         assert self.cloud is not None and self.arm_q is not None
 
         def allow(_name: str, allowed: bool) -> None:
@@ -464,5 +465,6 @@ class Episode:
             obstacles=self.obstacles,
             release_target=release_target,
             look_again=look_again,
+            set_down=set_down,
         )
         return SKILLS.get(self.skill_name())().stages(ctx)

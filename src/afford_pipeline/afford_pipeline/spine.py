@@ -212,8 +212,10 @@ def _fail_rest(result: SpineResult, steps: Sequence[Task], k: int, current: bool
     it ended before executing) and every later step's. A single task has none to mark."""
     if len(steps) < 2:
         return
+    from afford_sim.tasks import sets_down
+
     for j in range(k if current else k + 1, len(steps)):
-        for name in _stage_names(steps[j]):
+        for name in [*_stage_names(steps[j]), *(["set_down"] if sets_down(steps, j) else [])]:
             result.stages.setdefault(f"{j + 1}.{name}", False)
     result.stages.setdefault("kept", False)
 
@@ -299,7 +301,7 @@ def run_task(
     from afford_planner.selection import candidate_set_hash
     from afford_planner.skills import stage_iter
     from afford_sim.randomization import RECORD_KEY
-    from afford_sim.tasks import CompositeTask, find_steps, get_task
+    from afford_sim.tasks import CompositeTask, find_steps, get_task, sets_down
     from afford_sim.world import NotVisible
 
     cfg = config or SpineConfig()
@@ -411,7 +413,9 @@ def run_task(
             if runner is None:
                 runner = (WorldExecutor(world, frames, cfg.video_fps, camera="video") if executor is None
                           else executor(world))
-            stages = ep.stages(grasp, runner)
+            # A later step takes this step's object again (the mug poured, then hung): set it down.
+            setting_down = composite and sets_down(steps, k)
+            stages = ep.stages(grasp, runner, set_down=setting_down)
             step_task.begin(world)
             last_checked = ""
             with timer("execute"):
@@ -440,7 +444,7 @@ def run_task(
             if not all(result.stages.values()):
                 _fail_rest(result, steps, k, current=False)
                 break
-            if last_checked:
+            if last_checked and not setting_down:  # a set-down object's result is the later step's
                 judged.append((step_task, last_checked))
         else:
             if composite:

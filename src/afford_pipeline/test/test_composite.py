@@ -192,3 +192,29 @@ def test_a_second_and_third_thing_go_into_the_box_beside_what_is_in_it() -> None
     steps = [f"place-{t}-paper-box-v1" for t in ("bell-pepper", "soup-can", "cube")]
     assert [s["task_id"] for s in result.steps] == steps
     assert "2 earlier step(s) still hold" in result.details["kept"]
+
+
+POUR_HANG = "pour-mug-then-hang-mug-v1"
+
+
+def test_a_step_sets_down_only_what_a_later_step_takes_again() -> None:
+    from afford_sim.tasks import sets_down
+
+    steps = get_task(POUR_HANG).subtasks()
+    assert sets_down(steps, 0) and not sets_down(steps, 1)  # the pour's mug is the hang's
+    banana_then_cube = get_task(COMPOSITE).subtasks()
+    assert not sets_down(banana_then_cube, 0)  # another object next
+    spec = get_task(POUR_HANG).scene(2)
+    assert [o.name for o in spec.objects] == ["mug", "bowl", "rack"]  # one mug for both steps
+
+
+@pytest.mark.slow
+def test_one_object_through_two_steps_is_set_down_between_them() -> None:
+    """Seed 1 succeeded in `afford run --task pour-mug-then-hang-mug-v1` (2 of seeds 0-3): the
+    mug poured, put back standing, then taken by its body and hung; ``kept`` judges nothing
+    again (the pour's result is the mug the hang took)."""
+    result = run_task(POUR_HANG, SpineConfig(seed=1))
+    assert result.success, (result.abstained, result.details)
+    names = list(result.stages)
+    assert names.index("1.untilt") < names.index("1.set_down") < names.index("2.approach")
+    assert "tilted" in result.details["1.set_down"] and "0 earlier step(s)" in result.details["kept"]

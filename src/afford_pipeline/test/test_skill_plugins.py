@@ -25,6 +25,9 @@ def test_every_task_judges_every_stage_of_its_skill(task_id: str) -> None:
     for stage in skill.stage_names:
         judged = hasattr(cls, f"check_{stage}")
         assert judged != (stage in cls.unchecked_stages), f"{task_id}: stage {stage!r}"
+    # A composite sets down what this skill still holds (afford_sim.tasks.sets_down) by the
+    # task's word: it must be the skill's.
+    assert cls.keeps_hold == skill.keeps_hold, f"{task_id}: keeps_hold differs from the {cls.skill} skill's"
 
 
 def test_skills_are_found_by_name_and_by_action() -> None:

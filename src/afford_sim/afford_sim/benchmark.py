@@ -98,7 +98,7 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     _b("stack_four_cube", "hard", "stack"),
     _b("composite_load_microwave", "hard", "composite"),
     _b("composite_2pickplaces", "hard", "composite", "place-banana-plate-then-cube-mug-v1"),
-    _b("composite_pour_then_hang", "hard", "composite"),
+    _b("composite_pour_then_hang", "hard", "composite", "pour-mug-then-hang-mug-v1"),
     _b("composite_pour_then_place_coffee", "hard", "composite"),
     _b("composite_double_pour_kettle", "hard", "composite"),
     _b("composite_unload_microwave", "hard", "composite"),

@@ -474,7 +474,9 @@ def final_stage(task: Task) -> str:
         raise ValueError(f"task {task.task_id!r} is a composite of {', '.join(task.steps)}: each step "
                          "is judged by its own task; run the steps one per trial")
     for cls in type(task).__mro__:
-        stages = [k.removeprefix("check_") for k in vars(cls) if k.startswith("check_")]
+        # set_down is a composite's, after a step whose object a later step takes again.
+        stages = [k.removeprefix("check_") for k in vars(cls)
+                  if k.startswith("check_") and k != "check_set_down"]
         if stages:
             return stages[-1]
     raise ValueError(f"task {task.task_id!r} defines no stage checks")

@@ -89,6 +89,9 @@ class Task:
     destination: ClassVar[str | None] = None
     unchecked_stages: ClassVar[tuple[str, ...]] = ()
     """Stages of the skill this task does not judge (a pour's untilt)."""
+    keeps_hold: ClassVar[bool] = False
+    """The skill ends with the object still in the hand (a pick, a pour), as its
+    ``Skill.keeps_hold`` says (a test keeps the two in step)."""
     shapes: ClassVar[dict[str, dict[str, tuple[float, float]]]] = {}
     """Shape parameters the task draws itself instead of the generator's everyday range, per
     object name: ``{"cube": {"size": (0.028, 0.034)}}`` (within the generator's limits)."""
@@ -176,6 +179,18 @@ class Task:
         dz = float(world.object_pose(self.target_name)[2, 3]) - self.start_z
         ok = dz > 0.05 and _held(world, self.target_name)
         return Check(ok, f"target raised {dz * 100:.1f} cm, held: {_held(world, self.target_name)}")
+
+    def check_set_down(self, world: BatchWorld) -> Check:
+        """The ``set_down`` a composite adds when a later step takes this step's object again:
+        after release and retreat the object stands on the table (touching it, not the fingers),
+        upright within 20 deg, as a later grasp needs it (on its side it is dropped, not set
+        down: :class:`PlaceOnTableTask`'s bound)."""
+        pose = world.object_pose(self.target_name)
+        tilt = math.degrees(math.acos(float(np.clip(pose[2, 2], -1, 1))))
+        held = any(world.in_contact(f, self.target_name) for f in FINGERS)
+        on_table = world.in_contact("table", self.target_name)
+        return Check(on_table and not held and tilt <= 20,
+                     f"tilted {tilt:.0f} deg, on the table: {on_table}, still touching the fingers: {held}")
 
 
 # The perception camera stands across the table facing the robot; the video camera watches
@@ -275,6 +290,7 @@ class PickTask(Task):
 
     skill = "pick"
     actions = (NextAction.PICK,)
+    keeps_hold = True
 
     def scene(self, seed: int) -> SceneSpec:
         (s,) = _seeds(seed, 1)
@@ -583,6 +599,7 @@ class PourTask(Task):
     skill = "pour"
     actions = (NextAction.POUR,)
     unchecked_stages = ("untilt",)
+    keeps_hold = True
 
     def scene(self, seed: int) -> SceneSpec:
         s1, s2 = _seeds(seed, 2)
@@ -719,7 +736,8 @@ class CompositeTask(Task):
 
     skill = "composite"
     steps: ClassVar[tuple[str, ...]] = ()
-    """The single-step task ids, in order."""
+    """The single-step task ids, in order; a later step may take an earlier step's object
+    again (:func:`sets_down`)."""
 
     def subtasks(self) -> list[Task]:
         """A fresh instance of every step's task (each records its own start in :meth:`begin`)."""
@@ -742,6 +760,14 @@ class CompositeTask(Task):
             if check is not None and not check.ok:
                 failed.append(f"step {k} ({task.task_id}) {stage}: {check.detail}")
         return Check(not failed, "; ".join(failed) or f"the {len(results)} earlier step(s) still hold")
+
+
+def sets_down(steps: Sequence[Task], k: int) -> bool:
+    """Whether step ``k`` of a composite sets its object down after its own stages: its skill
+    ends with the object still in the hand (a pour) and a later step takes that object again
+    (then hangs it). Its result is consumed by that step, so ``kept`` does not judge it again."""
+    name = steps[k].target_name
+    return steps[k].keeps_hold and any(t.target_name == name for t in steps[k + 1:])
 
 
 #: Rows of a composite's scene on the robot's right, one per step, nearest first: each step's
@@ -776,14 +802,51 @@ class PlaceSequenceTask(CompositeTask):
         if len(self.steps) > len(_ROWS):
             raise ValueError(f"{self.task_id}: at most {len(_ROWS)} steps fit the table's rows")
         objects: dict[str, ObjectSpec] = {}
-        for step_seed, row, task in zip(_seeds(seed, len(self.steps)), _ROWS, self.subtasks(), strict=False):
+        tasks = self.subtasks()
+        rows = zip(_seeds(seed, len(self.steps)), _ROWS, tasks, strict=False)
+        for k, (step_seed, row, task) in enumerate(rows):
             held, *rest = task.scene(step_seed).objects
             if held.name in objects:
-                raise ValueError(f"{self.task_id}: two steps hold the {held.name}")
-            objects[held.name] = dataclasses.replace(held, placement=row)
+                # A step takes an earlier step's object again only where that one sets it down.
+                if not any(sets_down(tasks, j) and tasks[j].target_name == held.name for j in range(k)):
+                    raise ValueError(f"{self.task_id}: two steps hold the {held.name}")
+            else:
+                objects[held.name] = dataclasses.replace(held, placement=row)
             for o in rest:  # a receiver already in the scene (a shared plate) stays the first step's
                 objects.setdefault(o.name, o)
         return _scene(*objects.values())
+
+
+class PourThenHangTask(PlaceSequenceTask):
+    """Pour from a mug, set it down, then hang it on the rack (AffordSim's
+    composite_pour_then_hang): one object through two steps, each as its task runs alone.
+
+    Example: "pour the mug into the bowl, then hang the mug on the rack".
+    Randomized: the mug's, the bowl's and the rack's shapes as in the two tasks alone; the mug
+    in a 12 x 12 cm window 42 cm ahead on the robot's right with the hang's yaw, -90 deg +-30
+    deg (set down as it was taken, it keeps that yaw for the hang), the bowl to its
+    right (10 cm +-2 cm between their footprints; to its left, as in the pour alone, it stood
+    where the rack does, and behind it the pour was out of reach), the rack in its own task's
+    6 x 6 cm window on the left; the scene's objects never overlap (rejection sampling).
+    Success: the pour's stages as its task judges them (grasp, lift, pour: tilted at least 45
+    deg with the pouring part over the bowl); then ``set_down``: the mug put back where it stood,
+    standing on the table upright within 20 deg and let go (the hang takes it by its body from
+    there, and a mug on its side could not be taken so); then the hang's stages (grasp on the
+    body, lift, hang: on the rack, off the table, let go). A failed stage ends the task. The
+    ``kept`` stage has nothing to judge again: the pour's result is the mug the hang took.
+    """
+
+    def scene(self, seed: int) -> SceneSpec:
+        spec = super().scene(seed)
+        hang = get_task(self.steps[-1]).scene(0).objects[0].placement
+        assert isinstance(hang, Window) and isinstance(spec.objects[0].placement, Window)
+        mug = dataclasses.replace(spec.objects[0], placement=dataclasses.replace(spec.objects[0].placement,
+                                                                                 yaw=hang.yaw))
+        objects = [mug, *(dataclasses.replace(o, placement=Relative("right_of", o.placement.reference,
+                                                                    distance=0.10, jitter=0.02))
+                          if o.name == "bowl" and isinstance(o.placement, Relative) else o
+                          for o in spec.objects[1:])]
+        return dataclasses.replace(spec, objects=tuple(objects))
 
 
 def pour_part(target: str) -> str:
@@ -1118,3 +1181,12 @@ register_composite(
     instructions=(", then ".join(f"put the {_say(_t)} in the paper box" for _t in _INTO_BOX),
                   "first " + " and then ".join(f"place the {_say(_t)} in the paper box" for _t in _INTO_BOX),
                   "; then ".join(f"move the {_say(_t)} into the paper box" for _t in _INTO_BOX)))
+
+# One object through two steps (AffordSim's composite_pour_then_hang): the mug poured, set down
+# where it stood, then taken again by its body and hung.
+_ORDER["pour-mug-then-hang-mug-v1"] = len(_ORDER)
+register_composite(
+    PourThenHangTask, "pour-mug-then-hang-mug-v1", steps=("pour-mug-v1", "hang-mug-v1"), tier="hard",
+    instructions=("pour the mug into the bowl, then hang the mug on the rack",
+                  "first pour the mug into the bowl and then hang the mug on the rack",
+                  "empty the mug into the bowl; then hang the mug up on the rack"))

@@ -456,6 +456,22 @@ def test_place_on_the_table_needs_a_new_spot_upright_and_let_go() -> None:
         assert not _check(task, "place", world).ok
 
 
+def test_set_down_needs_the_object_standing_on_the_table_and_let_go() -> None:
+    """A composite's set-down (the mug poured, then hung): standing where it stood, let go:
+    set down. On its side: dropped. In the hand: not set down."""
+    with _scene("pour-mug-v1") as (task, world):
+        result = _check(task, "set_down", world)
+        assert result.ok and "tilted 0 deg" in result.detail, result.detail
+        start = world.object_center("mug")
+        side = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # 90 deg about x
+        _put_centre_at(world, "mug", start + [0.0, 0.0, 0.05], rotation=side)
+        world.advance(1.0)
+        result = _check(task, "set_down", world)
+        assert not result.ok and "tilted 9" in result.detail, result.detail
+        _grip_in_hand(world, "mug")
+        assert not _check(task, "set_down", world).ok
+
+
 def test_hang_fails_with_the_mug_on_the_table_or_dropped_in_the_air() -> None:
     with _scene("hang-mug-v1") as (task, world):
         result = _check(task, "hang", world)

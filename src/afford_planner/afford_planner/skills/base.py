@@ -60,6 +60,9 @@ class SkillContext:
         look_again: Observes the held target again (after the lift), or None.
         held: Filled by the grasp stage: the held object in the TCP frame, as the later stages
             see it.
+        set_down: After its own stages, set the still-held object down where it stood (a
+            composite's later step takes it again: the mug poured, then hung); only for a skill
+            that :attr:`Skill.keeps_hold`.
     """
 
     intent: Intent
@@ -76,6 +79,7 @@ class SkillContext:
     release_target: Callable[[], None] = lambda: None
     look_again: Callable[[], Seen | None] = lambda: None
     held: dict[str, HeldObject] = field(default_factory=dict)
+    set_down: bool = False
 
     @property
     def region(self) -> np.ndarray:
@@ -89,6 +93,9 @@ class Skill:
     name: ClassVar[str] = ""
     actions: ClassVar[tuple[NextAction, ...]] = ()
     stage_names: ClassVar[tuple[str, ...]] = ()
+    keeps_hold: ClassVar[bool] = False
+    """The object is still in the hand after the last stage (a pick, a pour): it can be set
+    down again (:attr:`SkillContext.set_down`, the ``set_down`` stage)."""
 
     def stages(self, ctx: SkillContext) -> list[Stage]:
         raise NotImplementedError

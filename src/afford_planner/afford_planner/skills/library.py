@@ -48,7 +48,14 @@ class GraspSkill(Skill):
             if len(points) >= 50 and all(len(seen.get(k, ())) >= 10 for k in ctx.parts):
                 ctx.held["obj"] = HeldObject.from_world(runner.current_pose(), points, seen)
 
-        return [*_approach_and_grasp(ctx), ("lift", lift_and_look), *self.after_lift(ctx)]
+        if ctx.set_down and not self.keeps_hold:
+            raise ValueError(f"the {self.name} skill lets go of the object itself; nothing to set down")
+        # Put back where it stood (that spot is free: the object left it), upright as it is held.
+        def set_down() -> None:
+            ctx.runner.place(ctx.held["obj"], table_spot(ctx.cloud_points, 0.0))
+
+        return [*_approach_and_grasp(ctx), ("lift", lift_and_look), *self.after_lift(ctx),
+                *([("set_down", set_down)] if ctx.set_down else [])]
 
     def after_lift(self, ctx: SkillContext) -> list[Stage]:
         return []
@@ -60,6 +67,7 @@ class Pick(GraspSkill):
 
     actions = (NextAction.PICK,)
     stage_names = ("approach", "grasp", "lift")
+    keeps_hold = True
 
 
 @SKILLS.register("place")
@@ -139,6 +147,7 @@ class Pour(GraspSkill):
 
     actions = (NextAction.POUR,)
     stage_names = ("approach", "grasp", "lift", "pour", "untilt")
+    keeps_hold = True
 
     def after_lift(self, ctx: SkillContext) -> list[Stage]:
         dest = ctx.dest_region
