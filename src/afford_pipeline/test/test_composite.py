@@ -218,3 +218,17 @@ def test_one_object_through_two_steps_is_set_down_between_them() -> None:
     names = list(result.stages)
     assert names.index("1.untilt") < names.index("1.set_down") < names.index("2.approach")
     assert "tilted" in result.details["1.set_down"] and "0 earlier step(s)" in result.details["kept"]
+
+
+def test_a_double_pour_puts_its_receivers_on_either_side() -> None:
+    """Each pour alone puts its receiver to the container's left; in one scene they would stand
+    on each other, so the second goes to the right. The kettle is set down between the pours."""
+    from afford_sim.scene import sample_scene
+    from afford_sim.tasks import sets_down
+
+    task = get_task("pour-kettle-bowl-then-mug-v1")
+    assert sets_down(task.subtasks(), 0)
+    for seed in range(3):
+        placed = sample_scene(task.scene(seed), seed=seed)
+        y = {o.name: float(o.pose[1, 3]) for o in placed.objects}
+        assert y["bowl"] > y["kettle"] > y["mug"], y

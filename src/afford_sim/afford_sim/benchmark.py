@@ -100,7 +100,7 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     _b("composite_2pickplaces", "hard", "composite", "place-banana-plate-then-cube-mug-v1"),
     _b("composite_pour_then_hang", "hard", "composite", "pour-mug-then-hang-mug-v1"),
     _b("composite_pour_then_place_coffee", "hard", "composite"),
-    _b("composite_double_pour_kettle", "hard", "composite"),
+    _b("composite_double_pour_kettle", "hard", "composite", "pour-kettle-bowl-then-mug-v1"),
     _b("composite_unload_microwave", "hard", "composite"),
     _b("composite_3cups_to_tray", "hard", "composite"),
     _b("composite_push_pick_to_shelf", "hard", "composite"),

@@ -585,15 +585,17 @@ class HangTask(Task):
 
 
 class PourTask(Task):
-    """Pour from a held container into a bowl: tilt it so its spout or rim is over the bowl.
+    """Pour from a held container into a receiver with a rim (a bowl, a mug): tilt it so its
+    spout or rim is over the receiver's opening.
 
-    Example: "pour water from the kettle into the bowl", "pour the cup into the bowl".
-    Randomized: both shapes; the container in a 16 x 16 cm window with +-30 deg yaw; the bowl to
-    its left, 10 cm (+-2 cm) between their footprints.
+    Example: "pour water from the kettle into the bowl", "pour the cup into the bowl", "pour the
+    kettle into the mug".
+    Randomized: both shapes; the container in a 16 x 16 cm window with +-30 deg yaw; the
+    receiver to its left, 10 cm (+-2 cm) between their footprints.
     Success: grasp and lift as for picking; pour (judged at the end of the pour stage, which
     holds the largest tilt; the untilt stage follows): the container is
     still held, tilted at least 45 deg from upright, and the lowest point of its pouring part is
-    above the bowl's opening (inside 80% of the rim radius) and above the rim's height.
+    above the receiver's opening (inside 80% of the rim radius) and above the rim's height.
     """
 
     skill = "pour"
@@ -602,10 +604,12 @@ class PourTask(Task):
     keeps_hold = True
 
     def scene(self, seed: int) -> SceneSpec:
+        dest, kind = self.destination_name, self.destination
+        assert dest is not None and kind is not None
         s1, s2 = _seeds(seed, 2)
         return _scene(
             ObjectSpec(self.target_name, self.target_name, s1, _FRONT),
-            ObjectSpec("bowl", "bowl", s2, Relative("left_of", self.target_name, distance=0.10, jitter=0.02)),
+            ObjectSpec(dest, kind, s2, Relative("left_of", self.target_name, distance=0.10, jitter=0.02)),
         )
 
     def check_pour(self, world: BatchWorld) -> Check:
@@ -620,8 +624,9 @@ class PourTask(Task):
             ]
         )
         lip = pts[np.argmin(pts[:, 2])]
+        dest = self.destination_name
         rim = np.vstack(
-            [s.world_vertices() for s in world.collision_shapes() if s.object == "bowl" and s.part == "rim"]
+            [s.world_vertices() for s in world.collision_shapes() if s.object == dest and s.part == "rim"]
         )
         c = 0.5 * (rim[:, :2].min(0) + rim[:, :2].max(0))
         r = 0.5 * float(np.min(rim[:, :2].max(0) - rim[:, :2].min(0)))
@@ -630,7 +635,7 @@ class PourTask(Task):
         ok = held and tilt >= 45 and off < 0.8 * r and lip[2] > rim[:, 2].max()
         return Check(
             ok,
-            f"tilt {tilt:.0f} deg, {part} {off * 100:.1f} cm from the bowl's centre (rim radius "
+            f"tilt {tilt:.0f} deg, {part} {off * 100:.1f} cm from the {dest}'s centre (rim radius "
             f"{r * 100:.1f} cm), {(lip[2] - rim[:, 2].max()) * 100:.1f} cm above the rim, held: {held}",
         )
 
@@ -815,6 +820,32 @@ class PlaceSequenceTask(CompositeTask):
             for o in rest:  # a receiver already in the scene (a shared plate) stays the first step's
                 objects.setdefault(o.name, o)
         return _scene(*objects.values())
+
+
+class DoublePourTask(PlaceSequenceTask):
+    """Pour from one container into two receivers in turn, setting it down between the pours
+    (AffordSim's composite_double_pour_kettle: the kettle into the bowl, then into the mug).
+
+    Example: "pour the kettle into the bowl, then pour the kettle into the mug".
+    Randomized: the shapes as in the two pours alone; the container in a 12 x 12 cm window 42 cm
+    ahead on the robot's right with +-30 deg yaw; the first receiver to its left and the second
+    to its right, each 10 cm (+-2 cm) between their footprints (both to its left, as in each
+    pour alone, they would stand on each other); the scene's objects never overlap.
+    Success: the first pour's stages (grasp, lift, pour: tilted at least 45 deg, the pouring
+    part over the first receiver's opening, inside 80% of its rim radius, above the rim); then
+    ``set_down``: the container standing on the table where it stood, upright within 20 deg, let
+    go; then the second pour's stages, over the second receiver. A failed stage ends the task;
+    ``kept`` has nothing to judge again (the first pour's result is the container the second
+    pour took).
+    """
+
+    def scene(self, seed: int) -> SceneSpec:
+        spec = super().scene(seed)
+        second = get_task(self.steps[-1]).destination_name
+        objects = [dataclasses.replace(o, placement=dataclasses.replace(o.placement, relation="right_of"))
+                   if o.name == second and isinstance(o.placement, Relative) else o
+                   for o in spec.objects]
+        return dataclasses.replace(spec, objects=tuple(objects))
 
 
 class PourThenHangTask(PlaceSequenceTask):
@@ -1190,3 +1221,17 @@ register_composite(
     instructions=("pour the mug into the bowl, then hang the mug on the rack",
                   "first pour the mug into the bowl and then hang the mug on the rack",
                   "empty the mug into the bowl; then hang the mug up on the rack"))
+
+# Two pours from one kettle (AffordSim's composite_double_pour_kettle): into the bowl, set down,
+# then into a mug (a receiver of its own: pouring tea into a cup).
+_add(PourTask, "pour-kettle-mug-v1", target="kettle", destination="mug", tier="medium",
+     instructions=("pour the kettle into the mug", "pour water from the kettle into the mug",
+                   "empty the kettle into the mug"))
+_ORDER["pour-kettle-bowl-then-mug-v1"] = len(_ORDER)
+register_composite(
+    DoublePourTask, "pour-kettle-bowl-then-mug-v1", steps=("pour-kettle-v1", "pour-kettle-mug-v1"),
+    tier="hard",
+    instructions=("pour the kettle into the bowl, then pour the kettle into the mug",
+                  "first pour water from the kettle into the bowl and then pour water from the kettle "
+                  "into the mug",
+                  "pour the kettle into the bowl; then pour the kettle into the mug"))
