@@ -57,6 +57,19 @@ class SkillConfig:
         table_place_offset: Placing on the table itself ("put the can on the table"), how far
             (m) sideways from where the object stood it is set down.
         pull_distance: How far (m) to pull a drawer or door handle.
+        swing_open_deg: The angle (deg) a hinged door is swung open to: square to its front,
+            where it leaves the whole opening clear (the task asks for 70 deg; aiming higher
+            leaves room for the hand's slip on the handle).
+        swing_min_deg: When the arm cannot follow the arc to ``swing_open_deg``, smaller angles
+            are tried, 5 deg less each time, down to this one (deg).
+        swing_step_deg: Spacing (deg) of the poses along a door's arc, each solved by IK from
+            the last.
+        swing_vel_scale: Fraction of the joint velocity limits while swinging a door: slow,
+            so that the fingers keep the handle while the door's damping resists.
+        swing_tip_deg: How far (deg) the hand may tip about its closing axis while it swings a
+            door by a vertical bar, in 10 deg steps (:meth:`SkillRunner.swing`).
+        swing_lag_deg: How far (deg) the hand's turn may lag the door's about the bar, in 10 deg
+            steps.
         push_vel_scale: Fraction of the joint velocity limits while pushing an object: slow, so
             that the object slides ahead of the hand instead of being knocked over.
         pour_tilt_deg: Tilt (deg) of the held container about the axis across its pour spout.
@@ -79,6 +92,12 @@ class SkillConfig:
     retreat: float = 0.10
     table_place_offset: float = 0.15
     pull_distance: float = 0.13
+    swing_open_deg: float = 90.0
+    swing_min_deg: float = 75.0
+    swing_step_deg: float = 3.0
+    swing_vel_scale: float = 0.2
+    swing_tip_deg: float = 40.0
+    swing_lag_deg: float = 20.0
     push_vel_scale: float = 0.1
     pour_tilt_deg: float = 80.0
     pour_height: float = 0.10
@@ -91,11 +110,13 @@ class SkillConfig:
         for name in ("pregrasp_offset", "lift_height", "vel_scale", "settle_s", "retreat", "pull_distance"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"SkillConfig.{name} must be positive")
-        for name in ("vel_scale", "push_vel_scale"):
+        for name in ("vel_scale", "push_vel_scale", "swing_vel_scale"):
             if not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"SkillConfig.{name} must be in (0, 1]")
         if not 0 < self.pour_tilt_deg < 180:
             raise ValueError("SkillConfig.pour_tilt_deg must be in (0, 180)")
+        if not 0 < self.swing_step_deg <= 15:
+            raise ValueError("SkillConfig.swing_step_deg must be in (0, 15]")
 
 
 class SkillError(RuntimeError):
@@ -630,6 +651,65 @@ class SkillRunner:
         d = d / np.linalg.norm(d)
         pose = self.current_pose()
         self.move_line(_translated(pose, d * self.config.pull_distance), "pull")
+
+
+    def swing(self, point: np.ndarray, axis: np.ndarray, angles_deg: list[float],
+              stage: str = "pull") -> float:
+        """Turn the grasped handle about a hinge: the hand's position carried on the arc about
+        the line through ``point`` along ``axis`` by each angle (deg; positive opens,
+        :class:`~afford_core.geometry.Hinge`), in steps of ``swing_step_deg``, each pose solved by
+        IK from the last and every segment checked for collisions. The first angle in
+        ``angles_deg`` whose whole arc is planned is executed, slowly; returns it.
+
+        A vertical bar pinched across by the fingers holds the hand's position, not all of its
+        turn: the hand may tip about its closing axis (the pads stay either side of the bar) and
+        lag the door's turn about the bar by a little (the bar turns between the pads; the
+        fingertips stay clear of the door's face). Each pose takes the first of those variants,
+        nearest the last one taken, that the arm reaches from where it is: near the robot, low
+        down, a hand held level runs the shoulder and wrist into their limits.
+        """
+        from afford_planner.ik import local_ik
+
+        pose0 = self.current_pose()
+        q_start = self.executor.arm_q()
+        axis = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+        point = np.asarray(point, dtype=float)
+        closing = pose0[:3, 1]
+        # Tip the approach downwards (sign of the turn about the closing axis that lowers it).
+        down = 1.0 if np.cross(closing, pose0[:3, 2])[2] < 0 else -1.0
+        tips = np.arange(0.0, self.config.swing_tip_deg + 1e-9, 10.0)
+        lags = np.arange(0.0, self.config.swing_lag_deg + 1e-9, 10.0)
+        variants = [(float(tip), float(lag)) for tip in tips for lag in lags]
+        reasons = []
+        for angle in angles_deg:
+            n = max(1, int(np.ceil(abs(angle) / self.config.swing_step_deg)))
+            q, path, last, failed = q_start, [q_start], (0.0, 0.0), ""
+            for k in range(1, n + 1):
+                turn = np.deg2rad(angle) * k / n
+                base = _rotated_about(pose0, axis, turn, point)
+                tried = sorted(variants, key=lambda v: (abs(v[0] - last[0]) + abs(v[1] - last[1]), v))
+                for tip, lag in tried:
+                    pose = _rotated_about(base, base[:3, 1], down * np.deg2rad(tip), base[:3, 3])
+                    pose = _rotated_about(pose, axis, -np.sign(angle) * np.deg2rad(lag), base[:3, 3])
+                    res = local_ik(self.planner.model, pose, q)
+                    if res.success and res.q is not None and self.planner.motion_valid(q, res.q):
+                        q, last = res.q, (tip, lag)
+                        path.append(q)
+                        break
+                else:
+                    failed = f"{angle:g} deg: no reachable hand pose at {np.degrees(turn):.0f} deg of the arc"
+                    break
+            if failed:
+                reasons.append(failed)
+                continue
+            # The measured start can stand a hair past a joint limit the grasp pressed into.
+            model = self.planner.model
+            path = list(np.clip(np.asarray(path), model.lower, model.upper))
+            times, qs = self.planner.time_parameterize(np.asarray(path), self.config.swing_vel_scale)
+            self.executor.follow(np.asarray(times), np.asarray(qs))
+            self.executor.wait(self.config.settle_s)
+            return angle
+        raise SkillError(f"{stage}: " + "; ".join(reasons))
 
 
 def stage_iter(stages: list[tuple[str, Callable[[], None]]]) -> Iterator[StageReport]:
