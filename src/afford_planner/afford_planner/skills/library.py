@@ -174,7 +174,21 @@ class Open(Skill):
                 ctx.release_moving()
                 ctx.runner.swing(hinge.point, hinge.axis, angles)
 
-            return [*_approach_and_grasp(ctx), ("pull", do_swing)]
+            runner = ctx.runner
+
+            def do_approach() -> None:
+                # The arm goes to the handle on a branch that can follow the whole arc after.
+                plan = ctx.approach_plan
+                if angles and plan.success and len(plan.waypoints):
+                    q_pre = np.asarray(plan.waypoints)[-1]
+                    start = runner.arc_start(ctx.grasp, q_pre, hinge.point, hinge.axis, angles[-1])
+                    if start is not None:
+                        other = runner.planner.plan(runner.executor.arm_q(), start)
+                        plan = other if other.success else plan
+                runner.approach(ctx.grasp, plan)
+
+            grasp_stage = _approach_and_grasp(ctx)[1]
+            return [("approach", do_approach), grasp_stage, ("pull", do_swing)]
         out = ctx.pull_axis if ctx.intent.next_action is not NextAction.CLOSE else -ctx.pull_axis
         return [*_approach_and_grasp(ctx), ("pull", lambda: ctx.runner.pull(out))]
 
