@@ -621,9 +621,6 @@ class SwingDoorTask(Task):
     still_deg: ClassVar[float] = 3.0
     #: The moving part and its joint.
     joint: ClassVar[str] = "door"
-    # The door is hinged on the robot's left and swings out towards it: from the left shoulder
-    # the camera sees the outside of an open door, where its handle is (from the right it sees
-    # the inside, and the handle hides behind the door).
     # The door swings out towards the robot: from 75 cm ahead its handle ended 20-30 cm from the
     # base, where the arm cannot hold it level (shoulder and wrist at their limits); from 92 cm
     # the whole arc stays in reach. The table is 20 cm deeper to hold the microwave there.
@@ -640,6 +637,9 @@ class SwingDoorTask(Task):
         start = self.start_deg(seed)
         joints = ((self.joint, math.radians(start)),) if start else ()
         obj = ObjectSpec(self.target_name, self.target_name, s, self.window, joints=joints)
+        # The door is hinged on the robot's left and swings out towards it: from the left
+        # shoulder the camera sees the outside of an open door, where its handle is (from the
+        # right it sees the inside, and the handle hides behind the door).
         return SceneSpec(objects=(obj,), table=self.table, cameras=(LEFT_SHOULDER_CAMERA, VIDEO_CAMERA))
 
     def door_deg(self, world: BatchWorld) -> float:
@@ -1070,8 +1070,9 @@ for _t in ("paper_cup", "mug"):
                        f"empty the {_say(_t)} into the bowl"))
 _add(OpenDrawerTask, "open-drawer-v1", target="cabinet", tier="medium",
      instructions=("open the drawer", "pull the drawer open", "open the cabinet's drawer"))
-# Helper-b's block: AffordSim's open_microwave / close_microwave, pour_basket and pour_pan.
-# The microwave's door swings about a vertical hinge: the open skill follows the handle's arc.
+# AffordSim's open_microwave and close_microwave: the microwave's door swings about a vertical
+# hinge, and the open skill follows its handle's arc. (Its pour_pan is not built: a pan held by the
+# end of its handle from above turns in the fingers and stays on the table.)
 _add(SwingDoorTask, "open-microwave-v1", target="microwave", tier="medium",
      instructions=("open the microwave", "open the microwave door", "open the door of the microwave"))
 _add(CloseDoorTask, "close-microwave-v1", target="microwave", tier="medium",
