@@ -83,3 +83,13 @@ def test_the_microwave_door_swings_open_and_shut_end_to_end(sentence: str, groun
     assert result.selected is not None, result.abstained
     assert tuple(result.stages) == ("approach", "grasp", "pull")
     assert result.success, result.details
+
+
+def test_the_ontology_says_which_moving_parts_swing() -> None:
+    """Doors swing (the open skill follows an arc), drawers slide (it pulls straight, as before);
+    a hinged part the category lacks is refused."""
+    from afford_core.ontology import Category, category
+
+    assert category("microwave").hinged == ("door",) and "drawer" not in category("cabinet").hinged
+    with pytest.raises(ValueError, match="hinged names unknown parts"):
+        Category("box2", ("body",), {"body": ("support",)}, "body", hinged=("lid",))
