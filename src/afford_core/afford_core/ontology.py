@@ -38,6 +38,8 @@ class Category:
         articulated: True for furniture with joints (drawers, doors).
         fixed: True when the object is fixed to the world (furniture, racks), not free.
         elongated: True for objects that are grasped across their long axis (tools, bananas).
+        hinged: Moving parts that swing about a hinge (a door), whose handle moves on an arc;
+            the other moving parts of an articulated object slide straight out (a drawer).
     """
 
     name: str
@@ -49,12 +51,16 @@ class Category:
     articulated: bool = False
     fixed: bool = False
     elongated: bool = False
+    hinged: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.parts:
             raise ValueError(f"category {self.name!r} has no parts")
         if self.default_grasp not in self.parts:
             raise ValueError(f"{self.name}: default_grasp {self.default_grasp!r} not in {self.parts}")
+        if not set(self.hinged) <= set(self.parts):
+            extra = sorted(set(self.hinged) - set(self.parts))
+            raise ValueError(f"{self.name}: hinged names unknown parts {extra}")
         unknown = set(self.affordances) - set(self.parts)
         if unknown:
             raise ValueError(f"{self.name}: affordances name unknown parts {sorted(unknown)}")
@@ -378,6 +384,7 @@ CATEGORIES: dict[str, Category] = {
             synonyms=("cabinet", "cupboard", "drawer", "dresser"),
             articulated=True,
             fixed=True,
+            hinged=("door",),
         ),
         _c(
             "microwave",
@@ -387,6 +394,7 @@ CATEGORIES: dict[str, Category] = {
             synonyms=("microwave", "microwave oven", "oven"),
             articulated=True,
             fixed=True,
+            hinged=("door",),
         ),
     )
 }

@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from afford_core.geometry import front_normal, perceived_center, spout_direction, voxel_down
+from afford_core.geometry import (
+    Hinge,
+    door_hinge,
+    front_normal,
+    perceived_center,
+    spout_direction,
+    voxel_down,
+)
 from afford_core.grasp import GraspCandidate
 from afford_core.ontology import category
 from afford_core.robots import DEFAULT_ROBOT, RobotDescription, get_robot
@@ -111,6 +118,8 @@ class Episode:
         dest_region / dest_support: The destination's receiving part and the rest of it.
         obstacles: Scene points that are neither the target nor the table (clearance term).
         pull_axis: Opening direction of a drawer or door (furniture tasks only).
+        hinge: The hinge of a door that swings (the ontology's ``hinged`` parts), as perceived
+            from the door, its handle and the body (:func:`~afford_core.geometry.door_hinge`).
         push_goal: Where a pushed object's centre must end (push tasks only): the middle of the
             destination's grounded receiving part.
         tilt_axis: The horizontal axis a pour from a spout tips about (pour tasks whose
@@ -140,6 +149,7 @@ class Episode:
     dest_support: np.ndarray | None = None
     obstacles: np.ndarray = field(default_factory=lambda: np.empty((0, 3)))
     pull_axis: np.ndarray | None = None
+    hinge: Hinge | None = None
     push_goal: np.ndarray | None = None
     tilt_axis: np.ndarray | None = None
     candidates: list[GraspCandidate] = field(default_factory=list)
@@ -185,8 +195,15 @@ class Episode:
         return [p for p, pts in self.parts.items() if p != self.intent.grasp_region and not len(pts)]
 
     def unseen_reason(self) -> str | None:
-        """Why the episode must abstain for :meth:`unseen_parts`; None when every part was seen."""
+        """Why the episode must abstain for :meth:`unseen_parts`, or for a hinged door whose hinge
+        perception did not find (:func:`~afford_core.geometry.door_hinge`: the arc the handle
+        must follow is unknown); None when every part was seen."""
         unseen = self.unseen_parts()
+        intent = self.intent
+        if (not unseen and self.hinge is None and intent.next_action in FURNITURE_ACTIONS
+                and intent.use_region in category(intent.target).hinged and len(self.region)):
+            return (f"the {intent.target}'s {intent.use_region} swings on a hinge, and perception did not "
+                    f"find where from its {intent.grasp_region} and the view (the arc to follow is unknown)")
         if not unseen:
             return None
         return (f"grounding found no {self.intent.target} {' or '.join(unseen)} in the view, which the task "
@@ -257,6 +274,12 @@ class Episode:
         if intent.next_action in FURNITURE_ACTIONS:
             face = self.parts.get(intent.use_region or "", np.empty((0, 3)))
             self.pull_axis = front_normal(self.region, face, cloud.points)
+            if intent.use_region in category(intent.target).hinged:
+                # A door's face and hinge from the handle and the whole cloud's geometry; its
+                # face's normal is where the handle is met from.
+                self.hinge = door_hinge(self.region, cloud.points)
+                if self.hinge is not None:
+                    self.pull_axis = self.hinge.normal
         if intent.next_action is NextAction.PUSH and self.dest_region is not None and len(self.dest_region):
             self.push_goal = push_goal(self.dest_region)
         if intent.next_action is NextAction.POUR and category(intent.target).is_spout(intent.use_region):
@@ -445,6 +468,22 @@ class Episode:
                 # The object now moves with the hand: its old cloud is no longer an obstacle.
                 self.cworld.remove("target")
 
+        def release_moving() -> None:
+            # The door and its handle turn with the hand: only the body's points stay obstacles.
+            turning = (self.intent.grasp_region, self.intent.use_region)
+            moving = [p for k, p in self.parts.items() if k in turning]
+            if "target" not in self.cworld.obstacle_names or not moving:
+                return
+            from scipy.spatial import cKDTree
+
+            pts = self.cloud.points if self.cloud is not None else np.empty((0, 3))
+            near = cKDTree(np.vstack(moving)).query(pts, distance_upper_bound=0.015)[0]
+            body = pts[~np.isfinite(near)]
+            self.cworld.remove("target")
+            if len(body):
+                self.cworld.add_point_cloud("target", body, resolution=0.01)
+                self.cworld.allow("target", self.cworld.hand_links)
+
         def look_again() -> Seen | None:
             seen = self._look_again()
             return None if seen is None else (seen[0].points, seen[1])
@@ -461,9 +500,11 @@ class Episode:
             dest_region=self.dest_region,
             dest_support=self.dest_support,
             pull_axis=self.pull_axis,
+            hinge=self.hinge,
             push_goal=self.push_goal,
             obstacles=self.obstacles,
             release_target=release_target,
+            release_moving=release_moving,
             look_again=look_again,
             set_down=set_down,
         )

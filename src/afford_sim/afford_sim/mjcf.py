@@ -263,6 +263,17 @@ def _add_initial_keyframe(spec: mujoco.MjSpec, placed: PlacedScene, robot: Robot
     for name, q in zip(robot.sim.finger_joints, robot.sim.finger_open_qpos, strict=True):
         qpos[model.joint(name).qposadr[0]] = q
     ctrl[model.actuator(robot.sim.gripper_actuator).id] = robot.sim.gripper_open_ctrl
+    for obj in placed.objects:  # articulated objects that start open (ObjectSpec.joints)
+        for joint, value in obj.spec.joints:
+            try:
+                j = model.joint(f"{obj.name}/{joint}")
+            except KeyError:
+                known = [lk.joint.name for lk in obj.asset.links if lk.joint is not None]
+                raise ValueError(f"{obj.name} has no joint {joint!r}; joints: {known}") from None
+            lo, hi = (float(v) for v in j.range)
+            if not lo <= value <= hi:
+                raise ValueError(f"{obj.name}/{joint} starts at {value}, outside its range [{lo}, {hi}]")
+            qpos[j.qposadr[0]] = value
     spec.add_key(name="initial", qpos=qpos, ctrl=ctrl)
 
 
@@ -271,7 +282,8 @@ def compile_scene(placed: PlacedScene, config: ModelConfig | None = None,
     """Build the MuJoCo spec of a placed scene (call ``.compile()`` for the model).
 
     The spec holds a keyframe ``initial``: the arm at ``spec.robot_q``, fingers open, objects
-    at their placed poses. ``domain``: a domain-randomization draw dressing the scene
+    at their placed poses, articulated joints at their ``ObjectSpec.joints`` (else closed).
+    ``domain``: a domain-randomization draw dressing the scene
     (``afford_sim.randomization``: textures, background, lights; physics unchanged).
     """
     config = config or ModelConfig()

@@ -182,6 +182,10 @@ class ObjectSpec:
         params: Shape parameters pinned instead of drawn from the seed, as ``(name, value)``
             pairs (``(("size", 0.03),)`` for a small cube); checked by the generator against
             its limits. A task that needs a shape the everyday draw rarely makes says so here.
+        joints: Starting positions of an articulated object's joints (m or rad), as
+            ``(joint name, value)`` pairs (``(("door", 1.2),)``: a microwave standing open);
+            checked against the joint's range when the scene is compiled. Joints not named
+            start at 0, closed.
     """
 
     name: str
@@ -189,6 +193,7 @@ class ObjectSpec:
     seed: int = 0
     placement: Placement = field(default_factory=Window)
     params: tuple[tuple[str, float], ...] = ()
+    joints: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.name or "/" in self.name or self.name in RESERVED_NAMES:
@@ -199,6 +204,10 @@ class ObjectSpec:
         ontology_category(self.category)  # raises with the known categories listed
         if not isinstance(self.placement, Window | Relative):
             raise TypeError(f"{self.name}: placement must be a Window or Relative, got {self.placement!r}")
+        names = [j for j, _ in self.joints]
+        if len(set(names)) != len(names) or not all(np.isfinite(v) for _, v in self.joints):
+            raise ValueError(f"{self.name}: joints must name each joint once with a finite value, got "
+                             f"{self.joints!r}")
 
 
 def look_at(position: Sequence[float], target: Sequence[float],

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from afford_sim.scene import sample_scene
-from afford_sim.tasks import Check, Task, get_task
+from afford_sim.tasks import Check, CloseDoorTask, Task, get_task
 from afford_sim.world import FINGERS, BatchWorld
 
 SEED = 0
@@ -551,3 +551,69 @@ def test_push_check_fails_with_the_box_in_the_hand() -> None:
         _touch_one_finger(world, "cheese_box")
         result = _check(task, "push", world)
         assert not result.ok and "touching the fingers: True" in result.detail, result.detail
+
+
+def test_microwave_open_passes_at_70_deg_and_fails_short_of_it() -> None:
+    """Shut at the start: approached without disturbing it, not open. Swung to 69 deg: short of
+    the 70 the task asks; at 70: open. Opened before the hand got there: disturbed."""
+    with _scene("open-microwave-v1") as (task, world):
+        assert _check(task, "approach", world).ok
+        result = _check(task, "pull", world)
+        assert not result.ok and "door open 0.0 deg" in result.detail
+        assert not _check(task, "grasp", world).ok  # the hand is nowhere near the handle
+        world.set_object_joint("microwave", "door", np.radians(69.0))
+        assert not _check(task, "pull", world).ok
+        world.set_object_joint("microwave", "door", np.radians(70.0))
+        assert _check(task, "pull", world).ok
+        world.set_object_joint("microwave", "door", np.radians(3.5))
+        result = _check(task, "approach", world)
+        assert not result.ok and "3.5 deg" in result.detail
+        world.set_object_joint("microwave", "door", np.radians(2.0))
+        assert _check(task, "approach", world).ok  # within 3 deg of where it started
+
+
+def test_microwave_close_starts_open_and_passes_at_5_deg_only() -> None:
+    """The scene's door stands open at its drawn angle (40-70 deg) and the check reads it as not
+    closed; at 6 deg it is still ajar, at 5 deg closed; moved 4 deg before the grasp: disturbed."""
+    with _scene("close-microwave-v1") as (task, world):
+        assert isinstance(task, CloseDoorTask)
+        start = task.door_deg(world)
+        assert 40.0 <= start <= 70.0
+        assert abs(start - task.start_deg(SEED)) < 0.5  # as declared, not pushed by the settle
+        assert _check(task, "approach", world).ok
+        assert not _check(task, "pull", world).ok
+        world.set_object_joint("microwave", "door", np.radians(start - 4.0))
+        assert not _check(task, "approach", world).ok
+        world.set_object_joint("microwave", "door", np.radians(6.0))
+        result = _check(task, "pull", world)
+        assert not result.ok and "6.0 deg" in result.detail
+        world.set_object_joint("microwave", "door", np.radians(5.0))
+        assert _check(task, "pull", world).ok
+        world.set_object_joint("microwave", "door", 0.0)
+        assert _check(task, "pull", world).ok
+
+
+
+def test_a_scene_declares_which_joints_start_open_and_refuses_what_it_cannot_set() -> None:
+    """``ObjectSpec.joints`` sets the starting angle in the compiled scene; a joint the object
+    lacks, a value outside the joint's range, or one joint named twice is refused, not ignored."""
+    import dataclasses
+
+    from afford_sim.scene import ObjectSpec
+
+    task = get_task("open-microwave-v1")
+    spec = task.scene(SEED)
+    mw = spec.objects[0]
+    assert mw.joints == ()  # the opening task's door starts shut
+    for joints, error in (((("lid", 0.5),), "no joint 'lid'"), ((("door", 2.5),), "outside its range")):
+        bad = dataclasses.replace(spec, objects=(dataclasses.replace(mw, joints=joints),))
+        with pytest.raises(ValueError, match=error):
+            BatchWorld(sample_scene(bad, SEED))
+    with pytest.raises(ValueError, match="each joint once"):
+        ObjectSpec("microwave", "microwave", joints=(("door", 0.1), ("door", 0.2)))
+    # The closing task records its drawn angle with the scene's other draws.
+    close = get_task("close-microwave-v1")
+    assert isinstance(close, CloseDoorTask)
+    drawn = close.drawn(sample_scene(close.scene(SEED), SEED))
+    assert abs(np.degrees(drawn["microwave"]["joints"]["door"]) - close.start_deg(SEED)) < 0.01
+    assert "door drawn in [40, 70] deg" in close.randomization()["microwave"]["joints"]

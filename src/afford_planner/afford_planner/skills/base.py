@@ -25,6 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from afford_core.geometry import Hinge
 from afford_core.grasp import GraspCandidate
 from afford_core.registry import Registry
 from afford_core.types import Intent, NextAction
@@ -52,11 +53,15 @@ class SkillContext:
         dest_region: The destination's receiving part (place, hang, pour), if any.
         dest_support: The rest of the destination (a rack's pole), if any.
         pull_axis: The opening direction of a drawer or door (furniture), if any.
+        hinge: A hinged door's hinge as perceived (open and close swing the handle about it),
+            if the part that moves is hinged.
         push_goal: Where a pushed object's centre must end (world), if the task pushes.
         obstacles: Every seen point but the target's (the clearance term's cloud); a place finds
             in them what already lies on its receiver (:func:`~afford_planner.skills.motions.occupied_on`).
         release_target: Called once the grasp closed on a free object: the object moves with the
             hand from then on, so its old cloud is no longer an obstacle.
+        release_moving: Called before a door swings: the door and its handle move with the
+            hand from then on, so their points leave the planner's world (the body's stay).
         look_again: Observes the held target again (after the lift), or None.
         held: Filled by the grasp stage: the held object in the TCP frame, as the later stages
             see it.
@@ -74,9 +79,11 @@ class SkillContext:
     dest_region: np.ndarray | None = None
     dest_support: np.ndarray | None = None
     pull_axis: np.ndarray | None = None
+    hinge: Hinge | None = None
     push_goal: np.ndarray | None = None
     obstacles: np.ndarray | None = None
     release_target: Callable[[], None] = lambda: None
+    release_moving: Callable[[], None] = lambda: None
     look_again: Callable[[], Seen | None] = lambda: None
     held: dict[str, HeldObject] = field(default_factory=dict)
     set_down: bool = False

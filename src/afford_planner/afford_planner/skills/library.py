@@ -15,7 +15,7 @@ from afford_core.ontology import CATEGORIES
 from afford_core.types import NextAction
 from afford_planner.push import PushConfig
 from afford_planner.skills.base import SKILLS, Skill, SkillContext, Stage
-from afford_planner.skills.motions import HeldObject, occupied_on
+from afford_planner.skills.motions import HeldObject, SkillError, occupied_on
 
 
 def _approach_and_grasp(ctx: SkillContext) -> list[Stage]:
@@ -163,7 +163,10 @@ class Pour(GraspSkill):
 @SKILLS.register("open")
 class Open(Skill):
     """Grasp a drawer's or door's handle and pull it out along the front's normal (or, to
-    close, push it back in): approach, grasp, pull."""
+    close, push it back in): approach, grasp, pull. A hinged door (``ctx.hinge``) is swung
+    instead, its handle on the arc about the hinge: open to ``swing_open_deg`` (or the largest
+    angle down to ``swing_min_deg`` the arm can follow), or, to close, back by the angle it stands
+    open."""
 
     actions = (NextAction.OPEN, NextAction.PULL, NextAction.CLOSE)
     stage_names = ("approach", "grasp", "pull")
@@ -171,6 +174,44 @@ class Open(Skill):
     def stages(self, ctx: SkillContext) -> list[Stage]:
         if ctx.pull_axis is None:
             raise ValueError("open needs the front's outward normal (pull_axis)")
+        hinge = ctx.hinge
+        cat = CATEGORIES.get(ctx.intent.target)
+        if hinge is None and cat is not None and ctx.intent.use_region in cat.hinged:
+            # A straight pull would wrench a hinged door: the stage fails instead (the spine's
+            # own choice abstains before this, Episode.unseen_reason).
+            def no_arc() -> None:
+                raise SkillError(f"pull: the {ctx.intent.target}'s {ctx.intent.use_region} swings on a "
+                                 "hinge, and perception did not find where")
+
+            return [*_approach_and_grasp(ctx), ("pull", no_arc)]
+        if hinge is not None:
+            cfg = ctx.runner.config
+            if ctx.intent.next_action is NextAction.CLOSE:
+                angles = [-float(np.degrees(hinge.opened))]
+            else:
+                opened = float(np.degrees(hinge.opened))
+                goals = np.arange(cfg.swing_open_deg, cfg.swing_min_deg - 1e-9, -5.0)
+                angles = [float(a) - opened for a in goals if a > opened]
+
+            def do_swing() -> None:
+                ctx.release_moving()
+                ctx.runner.swing(hinge.point, hinge.axis, angles)
+
+            runner = ctx.runner
+
+            def do_approach() -> None:
+                # The arm goes to the handle on a branch that can follow the whole arc after.
+                plan = ctx.approach_plan
+                if angles and plan.success and len(plan.waypoints):
+                    q_pre = np.asarray(plan.waypoints)[-1]
+                    start = runner.arc_start(ctx.grasp, q_pre, hinge.point, hinge.axis, angles[-1])
+                    if start is not None:
+                        other = runner.planner.plan(runner.executor.arm_q(), start)
+                        plan = other if other.success else plan
+                runner.approach(ctx.grasp, plan)
+
+            grasp_stage = _approach_and_grasp(ctx)[1]
+            return [("approach", do_approach), grasp_stage, ("pull", do_swing)]
         out = ctx.pull_axis if ctx.intent.next_action is not NextAction.CLOSE else -ctx.pull_axis
         return [*_approach_and_grasp(ctx), ("pull", lambda: ctx.runner.pull(out))]
 

@@ -57,6 +57,19 @@ class SkillConfig:
         table_place_offset: Placing on the table itself ("put the can on the table"), how far
             (m) sideways from where the object stood it is set down.
         pull_distance: How far (m) to pull a drawer or door handle.
+        swing_open_deg: The angle (deg) a hinged door is swung open to: square to its front,
+            where it leaves the whole opening clear (the task asks for 70 deg; aiming higher
+            leaves room for the hand's slip on the handle).
+        swing_min_deg: When the arm cannot follow the arc to ``swing_open_deg``, smaller angles
+            are tried, 5 deg less each time, down to this one (deg).
+        swing_step_deg: Spacing (deg) of the poses along a door's arc, each solved by IK from
+            the last.
+        swing_vel_scale: Fraction of the joint velocity limits while swinging a door: slow,
+            so that the fingers keep the handle while the door's damping resists.
+        swing_tip_deg: How far (deg) the hand may tip about its closing axis while it swings a
+            door by a vertical bar, in 10 deg steps (:meth:`SkillRunner.swing`).
+        swing_lag_deg: How far (deg) the hand's turn may lag the door's about the bar, in 10 deg
+            steps.
         push_vel_scale: Fraction of the joint velocity limits while pushing an object: slow, so
             that the object slides ahead of the hand instead of being knocked over.
         pour_tilt_deg: Tilt (deg) of the held container about the axis across its pour spout.
@@ -79,6 +92,12 @@ class SkillConfig:
     retreat: float = 0.10
     table_place_offset: float = 0.15
     pull_distance: float = 0.13
+    swing_open_deg: float = 90.0
+    swing_min_deg: float = 75.0
+    swing_step_deg: float = 3.0
+    swing_vel_scale: float = 0.2
+    swing_tip_deg: float = 40.0
+    swing_lag_deg: float = 20.0
     push_vel_scale: float = 0.1
     pour_tilt_deg: float = 80.0
     pour_height: float = 0.10
@@ -91,11 +110,13 @@ class SkillConfig:
         for name in ("pregrasp_offset", "lift_height", "vel_scale", "settle_s", "retreat", "pull_distance"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"SkillConfig.{name} must be positive")
-        for name in ("vel_scale", "push_vel_scale"):
+        for name in ("vel_scale", "push_vel_scale", "swing_vel_scale"):
             if not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"SkillConfig.{name} must be in (0, 1]")
         if not 0 < self.pour_tilt_deg < 180:
             raise ValueError("SkillConfig.pour_tilt_deg must be in (0, 180)")
+        if not 0 < self.swing_step_deg <= 15:
+            raise ValueError("SkillConfig.swing_step_deg must be in (0, 15]")
 
 
 class SkillError(RuntimeError):
@@ -659,6 +680,186 @@ class SkillRunner:
         d = d / np.linalg.norm(d)
         pose = self.current_pose()
         self.move_line(_translated(pose, d * self.config.pull_distance), "pull")
+
+
+    def swing(self, point: np.ndarray, axis: np.ndarray, angles_deg: list[float],
+              stage: str = "pull") -> float:
+        """Turn the grasped handle about a hinge: the hand's position carried on the arc about
+        the line through ``point`` along ``axis`` by each angle (deg; positive opens,
+        :class:`~afford_core.geometry.Hinge`), in steps of ``swing_step_deg``, each pose solved by
+        IK from the last and every segment checked for collisions. The first angle in
+        ``angles_deg`` whose whole arc is planned is executed, slowly; returns it.
+
+        A vertical bar pinched across by the fingers holds the hand's position, not all of its
+        turn: the hand may tip about its closing axis (the pads stay either side of the bar) and
+        lag the door's turn about the bar by a little (the bar turns between the pads; the
+        fingertips stay clear of the door's face). Each pose takes the first of those variants,
+        nearest the last one taken, that the arm reaches from where it is.
+
+        The arm is redundant, and the elbow the grasp left it with may run the shoulder or wrist
+        into a limit part way round (a door swung towards the robot brings the hand low and
+        near). Then the arc is followed from the arm's other solutions at the grasp pose, and the
+        arm first moves to the one that follows it within its self-motion, the hand held still
+        on the handle (:meth:`_self_motion`); everything is planned before the arm moves.
+        """
+        from afford_planner.ik import IKConfig, ik_solutions
+
+        pose0 = self.current_pose()
+        q_start = self.executor.arm_q()
+        axis = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+        point = np.asarray(point, dtype=float)
+        reasons = []
+        others: list[np.ndarray] | None = None
+        for angle in angles_deg:
+            path, why = self._arc(q_start, pose0, point, axis, angle)
+            if path is None:
+                if others is None:  # the arm's other solutions at the grasp pose, once
+                    others, _ = ik_solutions(self.planner.model, pose0, q_start, IKConfig(restarts=30), 8,
+                                             accept=lambda q: not self.planner.world.in_collision(q))
+                for other in others:
+                    if np.linalg.norm(other - q_start) < 0.05:
+                        continue
+                    arc, _ = self._arc(other, pose0, point, axis, angle)
+                    walk = self._self_motion(q_start, other, pose0) if arc is not None else None
+                    if arc is not None and walk is not None:
+                        path = [*walk, *arc[1:]]
+                        break
+            if path is None:
+                reasons.append(f"{angle:g} deg: {why}")
+                continue
+            # The measured start can stand a hair past a joint limit the grasp pressed into.
+            model = self.planner.model
+            qs_path = np.clip(np.asarray(path), model.lower, model.upper)
+            times, qs = self.planner.time_parameterize(qs_path, self.config.swing_vel_scale)
+            self.executor.follow(np.asarray(times), np.asarray(qs))
+            self.executor.wait(self.config.settle_s)
+            return angle
+        raise SkillError(f"{stage}: " + "; ".join(reasons))
+
+    def arc_start(self, grasp: GraspCandidate, q_pre: np.ndarray, point: np.ndarray, axis: np.ndarray,
+                  angle: float) -> np.ndarray | None:
+        """Before a door is grasped: a pre-grasp arm configuration from which, once the hand is
+        on the handle, the arc of :meth:`swing` by ``angle`` can be followed; None when the one
+        the approach was planned to (``q_pre``) can, or none can.
+
+        The arm is redundant, and the solution the approach plan took may be a branch whose
+        shoulder or wrist reaches its limit part way round (found for a level grasp low down,
+        with the door swinging towards the robot); another solution at the same grasp pose, on
+        a branch that follows the arc, is then approached instead. A kinematic check: the
+        door's and handle's own points are ignored (the hand holds them), the rest of the world
+        is checked again when the arc is planned after the grasp.
+        """
+        from afford_planner.ik import IKConfig, ik_solutions, local_ik
+
+        model, world = self.planner.model, self.planner.world
+        pose = grasp.pose_matrix()
+        pre = _translated(pose, -grasp.approach * self.config.pregrasp_offset)
+        held = "target" in world.obstacle_names
+
+        def follows(q: np.ndarray) -> bool:
+            if held:  # the door turns with the hand: only the arm's reach is checked here
+                world.allow("target")
+            try:
+                return self._arc(q, pose, point, axis, angle)[0] is not None
+            finally:
+                if held:
+                    world.disallow("target")
+
+        at_grasp = local_ik(model, pose, q_pre)
+        if at_grasp.success and at_grasp.q is not None and follows(at_grasp.q):
+            return None
+        if held:  # the fingers round the handle touch it; the arm must not
+            world.allow("target", world.hand_links)
+        try:
+            others, _ = ik_solutions(model, pose, q_pre, IKConfig(restarts=30), 8,
+                                     accept=lambda q: not world.in_collision(q))
+        finally:
+            if held:
+                world.disallow("target")
+        for other in others:
+            if not follows(other):
+                continue
+            back = local_ik(model, pre, other)
+            if back.success and back.q is not None:
+                return back.q
+        return None
+
+    def _arc(self, q: np.ndarray, pose0: np.ndarray, point: np.ndarray, axis: np.ndarray,
+             angle: float) -> tuple[list[np.ndarray] | None, str]:
+        """Joint waypoints from ``q`` (the arm at ``pose0``) along the arc of :meth:`swing`, or
+        None and why not."""
+        from afford_planner.ik import local_ik
+
+        closing = pose0[:3, 1]
+        # Tip the approach downwards (sign of the turn about the closing axis that lowers it).
+        down = 1.0 if np.cross(closing, pose0[:3, 2])[2] < 0 else -1.0
+        tips = np.arange(0.0, self.config.swing_tip_deg + 1e-9, 10.0)
+        lags = np.arange(0.0, self.config.swing_lag_deg + 1e-9, 10.0)
+        variants = [(float(tip), float(lag)) for tip in tips for lag in lags]
+        n = max(1, int(np.ceil(abs(angle) / self.config.swing_step_deg)))
+        path, last = [q], (0.0, 0.0)
+        for k in range(1, n + 1):
+            turn = np.deg2rad(angle) * k / n
+            base = _rotated_about(pose0, axis, turn, point)
+            tried = sorted(variants, key=lambda v: (abs(v[0] - last[0]) + abs(v[1] - last[1]), v))
+            why = ""
+            for tip, lag in tried:
+                pose = _rotated_about(base, base[:3, 1], down * np.deg2rad(tip), base[:3, 3])
+                pose = _rotated_about(pose, axis, -np.sign(angle) * np.deg2rad(lag), base[:3, 3])
+                res = local_ik(self.planner.model, pose, q)
+                smooth = res.success and res.q is not None and self._stays_on(q, res.q, pose)
+                if smooth and res.q is not None and self.planner.motion_valid(q, res.q):
+                    q, last = res.q, (tip, lag)
+                    path.append(q)
+                    break
+                if not why:  # the reason for the pose nearest the last one taken
+                    why = (res.reason if not res.success or res.q is None
+                           else "the arm would leave the arc between two poses" if not smooth
+                           else f"the motion would collide ({self.planner.world.describe_collision(res.q)})")
+            else:
+                return None, f"no reachable hand pose at {np.degrees(turn):.0f} deg of the arc ({why})"
+        return path, ""
+
+    def _stays_on(self, q0: np.ndarray, q1: np.ndarray, pose1: np.ndarray, tol: float = 0.005) -> bool:
+        """Whether the straight joint segment from ``q0`` to ``q1`` keeps the TCP on its way:
+        its middle within ``tol`` (m) of the middle of the two ends' TCP positions. A local IK
+        that converged on another branch gives a segment whose middle swings the hand away (off
+        the handle)."""
+        model = self.planner.model
+        a, b = model.fk(q0)[:3, 3], pose1[:3, 3]
+        mid = model.fk(0.5 * (q0 + q1))[:3, 3]
+        return float(np.linalg.norm(mid - 0.5 * (a + b))) < tol
+
+    def _self_motion(self, q_from: np.ndarray, q_to: np.ndarray, pose: np.ndarray, step: float = 0.05,
+                     max_steps: int = 200) -> list[np.ndarray] | None:
+        """Joint waypoints from ``q_from`` to ``q_to``, both at the TCP ``pose``, that keep the
+        TCP there: steps in the null space of the TCP's Jacobian, each put back on the pose by
+        IK and checked for collisions; None when the two lie on different self-motion branches
+        (the walk stalls) or a step collides."""
+        from afford_planner.ik import local_ik
+
+        model = self.planner.model
+        q, path = q_from, [q_from]
+        for _ in range(max_steps):
+            gap = q_to - q
+            if float(np.linalg.norm(gap)) < step:
+                if not self.planner.motion_valid(q, q_to):
+                    return None
+                return [*path, q_to]
+            _, jac = model.tcp_in_base_and_local_jacobian(q)
+            move = (np.eye(model.nq) - np.linalg.pinv(jac) @ jac) @ gap
+            norm = float(np.linalg.norm(move))
+            if norm < 1e-3:
+                return None
+            res = local_ik(model, pose, model.clip(q + move * min(1.0, step / norm)))
+            if (not res.success or res.q is None or not self._stays_on(q, res.q, pose)
+                    or not self.planner.motion_valid(q, res.q)):
+                return None
+            if float(np.linalg.norm(q_to - res.q)) >= float(np.linalg.norm(gap)) - 1e-4:
+                return None  # no nearer: another branch
+            q = res.q
+            path.append(q)
+        return None
 
 
 def stage_iter(stages: list[tuple[str, Callable[[], None]]]) -> Iterator[StageReport]:
