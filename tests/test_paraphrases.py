@@ -64,3 +64,53 @@ def test_the_held_out_set_is_well_formed() -> None:
     ids = [t for t, _ in rows]
     assert len(rows) == 115 and all(ids.count(t) == 5 for t in set(ids))
     assert all(t in TASKS for t in ids)
+
+
+#: The sentences for the eight tasks added at once (a third author, told only what each task
+#: does; the parser was then improved on them: a later step's elided receiver or object, and an
+#: "it" that can be one thing only) that it does not read yet: gaps, kept visible, to be closed.
+#: Among them: two cups "stacked" with no receiver named ("stack the cups", "nest the paper
+#: cups"), "next ... finally" as sequence words, a purpose clause ("so the table is clear", "so it
+#: can dry"), verbs we have no skill word for ("dump", "pack", "load", "fill", "pop ... open"), a
+#: verbless step ("kettle into bowl"), and an "it" that could be the kettle or the bowl.
+NEW_TASKS_NOT_READ_YET = {
+    ("place-paper-cup-shelf-v1", "Place the cup on the shelf so the table is clear."),
+    ("stack-paper-cup-v1", "Please stack one paper cup inside the other."),
+    ("stack-paper-cup-v1", "Nest the paper cups."),
+    ("stack-paper-cup-v1", "Pick up one of the paper cups and put it into the other one."),
+    ("stack-paper-cup-v1", "Could you stack the two cups together to save space?"),
+    ("stack-paper-cup-v1", "stack the cups"),
+    ("place-bell-pepper-soup-can-cube-paper-box-v1",
+     "Please pack the pepper, then the soup can, then the cube into the cardboard box."),
+    ("place-bell-pepper-soup-can-cube-paper-box-v1",
+     "First place the bell pepper into the paper box, next the can of soup, and finally the cube."),
+    ("place-bell-pepper-soup-can-cube-paper-box-v1",
+     "Could you load the box: bell pepper first, soup can second, cube last?"),
+    ("place-bell-pepper-soup-can-cube-paper-box-v1",
+     "Pick up the bell pepper and put it in the box, after that put the soup can in, and then put the cube "
+     "in too."),
+    ("pour-mug-then-hang-mug-v1", "dump the mug into the bowl then hang it on the stand"),
+    ("pour-mug-then-hang-mug-v1",
+     "Tip the contents of the mug into the bowl, and then hang the mug on the mug rack so it can dry."),
+    ("pour-kettle-bowl-then-mug-v1", "Use the kettle to fill the bowl, then fill the mug."),
+    ("pour-kettle-bowl-then-mug-v1", "kettle into bowl, then kettle into mug"),
+    ("pour-kettle-bowl-then-mug-v1",
+     "Could you pour the kettle into the bowl and after that pour it into the mug as well?"),
+    ("open-microwave-v1", "Could you pop the microwave open for me?"),
+    ("open-microwave-v1", "open the microwave door so I can put something in"),
+    ("open-microwave-v1", "microwave door open please"),
+    ("close-microwave-v1", "Push the microwave door closed, it's been left open."),
+    ("pour-basket-v1", "dump the basket into the bowl"),
+    ("pour-basket-v1", "Can you tip the basket over the bowl so everything falls in?"),
+}
+
+
+def test_the_new_tasks_sentences_keep_reaching_their_tasks() -> None:
+    """tests/data/benchmark_paraphrases_new_tasks.tsv: 6 sentences for each of 8 tasks; 27 reach
+    their task, and must keep reaching it; the 21 listed above do not yet."""
+    ro = _readout()
+    rows = ro.load(ROOT / "tests" / "data" / "benchmark_paraphrases_new_tasks.tsv")
+    assert len(rows) == 48 and len({t for t, _ in rows}) == 8
+    missed = {(t, s) for t, s, got, _ in ro.read(rows) if got != t}
+    assert not missed - NEW_TASKS_NOT_READ_YET, missed - NEW_TASKS_NOT_READ_YET
+    assert missed == NEW_TASKS_NOT_READ_YET, "a listed sentence now parses: update the list"

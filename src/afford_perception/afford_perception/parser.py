@@ -1293,16 +1293,79 @@ def parse_steps(
             except TaskParseError as step_err:
                 if k == 1:  # not a sequence of tasks: the sentence's own refusal says why
                     raise err from None
-                if str(step_err).startswith("no action verb"):
-                    # A step that names no verb does what the step before did ("..., then the
-                    # cube in the mug"; "... and then the cube goes in the mug").
-                    elided = _GOES.sub(r"\1 \2", piece)
+                for reading in _elided_readings(piece, str(step_err), intents[-1]):
                     try:
-                        intents.append(parse(f"{_ELIDED_VERB[intents[-1].next_action]} {elided}",
-                                             known_objects, config))
-                        continue
+                        intents.append(parse(reading, known_objects, config))
+                        break
                     except TaskParseError:
-                        pass
-                raise TaskParseError(f"step {k} of {len(pieces)} ('{piece}'): {step_err}", step_err.kind,
-                                     text) from None
+                        continue
+                else:
+                    referent = _referent(piece, str(step_err), intents[-1], known_objects, config)
+                    if referent is not None:
+                        intents.append(referent)
+                        continue
+                    raise TaskParseError(f"step {k} of {len(pieces)} ('{piece}'): {step_err}", step_err.kind,
+                                         text) from None
         return intents
+
+
+_IT = re.compile(r"\b(?:it|that)\b(?!\s*(?:'s|is)\b)", re.IGNORECASE)
+
+
+def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:
+    """What a later step without a verb leaves to the step before it, spelt out, in the order
+    tried: it does what the step before did ("..., then the cube in the mug"; "... and then the
+    cube goes in the mug"); without its receiver too, into the same receiver ("put the pepper in
+    the box, then the soup can"); without its object, with the same object ("pour from the kettle
+    into the bowl, then into the mug")."""
+    verb = _ELIDED_VERB[before.next_action]
+    thing = f"the {before.target.replace('_', ' ')}"
+    out: list[str] = []
+    if error.startswith("no action verb"):
+        elided = _GOES.sub(r"\1 \2", piece)
+        out.append(f"{verb} {elided}")
+        if before.destination:
+            # The receiving part says the preposition: into what contains, onto what supports.
+            dest = CATEGORIES.get(before.destination)
+            does = dest.affordances.get(before.destination_region or "", ()) if dest is not None else ()
+            contains = "contain" in does
+            receiver = before.destination.replace("_", " ")
+            out.append(f"{verb} {elided} {'in' if contains else 'on'} the {receiver}")
+        if re.match(r"^(?:in|into|on|onto|inside|over)\b", elided, re.IGNORECASE):
+            out.append(f"{verb} {thing} {elided}")
+    return out
+
+
+def _can(action: NextAction, name: str) -> bool:
+    """Whether an object of category ``name`` can be what ``action`` acts on: hung by a part that
+    affords hanging, poured from a part that pours out, anything else moved when it is free."""
+    cat = CATEGORIES.get(name)
+    if cat is None:
+        return False
+    does = {a for p in cat.parts for a in cat.affordances.get(p, ())}
+    if action is NextAction.HANG:
+        return "hang" in does
+    if action is NextAction.POUR:
+        return "pour_out" in does
+    return not cat.fixed
+
+
+def _referent(piece: str, error: str, before: Intent, known_objects: Sequence[str] | None,
+              config: ParserConfig | None) -> Intent | None:
+    """A later step's "it", read as the one thing of the step before it can be: "empty the mug
+    into the bowl, then hang it on the rack" (a bowl has nothing to hang it by: the mug). When
+    both the step's object and its receiver could be meant ("put the banana on the plate, then
+    put it in the mug"), or neither, None: the step is refused, never guessed."""
+    if "refers to nothing named before it" not in error or not _IT.search(piece):
+        return None
+    readings = []
+    for name in (before.target, before.destination):
+        if not name:
+            continue
+        try:
+            intent = parse(_IT.sub(f"the {name.replace('_', ' ')}", piece, count=1), known_objects, config)
+        except TaskParseError:
+            continue
+        if intent.target == name and _can(intent.next_action, name):
+            readings.append(intent)
+    return readings[0] if len(readings) == 1 else None

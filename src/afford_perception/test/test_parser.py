@@ -466,6 +466,23 @@ def test_a_sequence_is_cut_into_its_tasks(text: str) -> None:
     assert _steps(text) == [("banana", "place", "plate"), ("cube", "place", "mug")]
 
 
+@pytest.mark.parametrize(("text", "steps"), [
+    # Without its receiver too: into the same receiver.
+    ("put the bell pepper in the paper box, then the soup can, and then the cube",
+     [("bell_pepper", "place", "paper_box"), ("soup_can", "place", "paper_box"),
+      ("cube", "place", "paper_box")]),
+    # Without its object: the same object.
+    ("pour from the kettle into the bowl, then into the mug",
+     [("kettle", "pour", "bowl"), ("kettle", "pour", "mug")]),
+    # "It" that can be one thing only: a bowl has nothing to hang it by.
+    ("empty the mug into the bowl, then hang it on the rack",
+     [("mug", "pour", "bowl"), ("mug", "hang", "rack")]),
+])
+def test_a_later_step_leaves_to_the_step_before_what_it_does_not_say(
+        text: str, steps: list[tuple[str, str, str | None]]) -> None:
+    assert _steps(text) == steps
+
+
 def test_a_grasp_and_its_next_action_stay_one_task() -> None:
     """'then' inside one task (a pick, then what the held object is for) is not a sequence."""
     assert _steps("pick up the kettle by its handle and then pour into the bowl") == [
@@ -474,7 +491,8 @@ def test_a_grasp_and_its_next_action_stay_one_task() -> None:
 
 
 @pytest.mark.parametrize(("text", "kind", "fragment"), [
-    # A pronoun names nothing in a piece of its own: refused with the piece, never guessed.
+    # A pronoun that could be either thing of the step before (the banana or the plate): refused
+    # with the piece, never guessed.
     ("put the banana on the plate, then put it in the mug", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
     ("put the banana on the plate, then juggle the cube", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),
     # No sequence word: the whole sentence's refusal stands.
