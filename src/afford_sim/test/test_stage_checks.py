@@ -447,13 +447,18 @@ def test_place_on_the_table_needs_a_new_spot_upright_and_let_go() -> None:
         world.advance(1.0)
         result = _check(task, "place", world)
         assert result.ok, result.detail
-        side = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # 90 deg about x
-        _put_centre_at(world, "soup_can", start + [0.0, 0.15, 0.05], rotation=side)
-        world.advance(1.0)
+        _lay_on_its_side(world, "soup_can", start + [0.0, 0.15, 0.05])
         result = _check(task, "place", world)
         assert not result.ok and "tilted 90 deg" in result.detail, result.detail
         _grip_in_hand(world, "soup_can")
         assert not _check(task, "place", world).ok
+
+
+def _lay_on_its_side(world: BatchWorld, name: str, centre: np.ndarray) -> None:
+    """Drop ``name`` turned 90 deg about x with its centre at ``centre``, and let it settle."""
+    side = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    _put_centre_at(world, name, centre, rotation=side)
+    world.advance(1.0)
 
 
 def test_set_down_needs_the_object_standing_on_the_table_and_let_go() -> None:
@@ -463,9 +468,7 @@ def test_set_down_needs_the_object_standing_on_the_table_and_let_go() -> None:
         result = _check(task, "set_down", world)
         assert result.ok and "tilted 0 deg" in result.detail, result.detail
         start = world.object_center("mug")
-        side = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])  # 90 deg about x
-        _put_centre_at(world, "mug", start + [0.0, 0.0, 0.05], rotation=side)
-        world.advance(1.0)
+        _lay_on_its_side(world, "mug", start + [0.0, 0.0, 0.05])
         result = _check(task, "set_down", world)
         assert not result.ok and "tilted 9" in result.detail, result.detail
         _grip_in_hand(world, "mug")
