@@ -681,7 +681,6 @@ class SkillRunner:
         pose = self.current_pose()
         self.move_line(_translated(pose, d * self.config.pull_distance), "pull")
 
-
     def swing(self, point: np.ndarray, axis: np.ndarray, angles_deg: list[float],
               stage: str = "pull") -> float:
         """Turn the grasped handle about a hinge: the hand's position carried on the arc about
