@@ -935,8 +935,10 @@ class DoublePourTask(PlaceSequenceTask):
     (AffordSim's composite_double_pour_kettle: the kettle into the bowl, then into the mug).
 
     Example: "pour the kettle into the bowl, then pour the kettle into the mug".
-    Randomized: the shapes as in the two pours alone; the container in a 12 x 12 cm window 42 cm
-    ahead on the robot's right with +-30 deg yaw; the first receiver to its left and the second
+    Randomized: the shapes as in the two pours alone; the container where its pour alone puts it
+    (a 16 x 16 cm window 50 cm ahead on the robot's right, +-30 deg yaw: in the composite's nearer
+    row, 42 cm ahead, the carry over the bowl ran the arm into its base); the first receiver to
+    its left and the second
     to its right, each 10 cm (+-2 cm) between their footprints (both to its left, as in each
     pour alone, they would stand on each other); the scene's objects never overlap.
     Success: the first pour's stages (grasp, lift, pour: tilted at least 45 deg, the pouring
@@ -950,9 +952,13 @@ class DoublePourTask(PlaceSequenceTask):
     def scene(self, seed: int) -> SceneSpec:
         spec = super().scene(seed)
         second = get_task(self.steps[-1]).destination_name
+        # One object held throughout: it stands where its pour alone puts it, not in the nearer
+        # composite row (42 cm ahead, the arm's links met the base carrying it over the bowl).
+        alone = get_task(self.steps[0]).scene(seed).objects[0].placement
+        objects = list(spec.objects)
+        objects[0] = dataclasses.replace(objects[0], placement=alone)
         objects = [dataclasses.replace(o, placement=dataclasses.replace(o.placement, relation="right_of"))
-                   if o.name == second and isinstance(o.placement, Relative) else o
-                   for o in spec.objects]
+                   if o.name == second and isinstance(o.placement, Relative) else o for o in objects]
         return dataclasses.replace(spec, objects=tuple(objects))
 
 
