@@ -73,6 +73,12 @@ class Category:
         """Parts of this category that offer ``affordance``, in label order."""
         return tuple(p for p in self.parts if affordance in self.affordances.get(p, ()))
 
+    def holds_inside(self, part: str | None) -> bool:
+        """Whether things put on ``part`` go inside it: it contains and does not support (a
+        box's inside, a mug's body; not a plate, nor a pan, which supports too)."""
+        affs = self.affordances.get(part or "", ())
+        return "contain" in affs and "support" not in affs
+
     def is_spout(self, part: str | None) -> bool:
         """Whether ``part`` pours out without taking in: a spout, to one side, that the container
         tips towards. A part that does both (a cup's rim) is the opening, all round."""

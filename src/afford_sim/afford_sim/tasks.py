@@ -310,8 +310,7 @@ class PickTask(Task):
 
 def _contains(receiver: str) -> bool:
     dest = category(receiver)
-    return any("contain" in dest.affordances.get(p, ()) and "support" not in dest.affordances.get(p, ())
-               for p in dest.parts)
+    return any(dest.holds_inside(p) for p in dest.parts)
 
 
 def _place_id(target: str, dest: str) -> str:
@@ -930,6 +929,14 @@ class PlaceSequenceTask(CompositeTask):
         return _scene(*objects.values())
 
 
+def _to_the_right(spec: SceneSpec, name: str | None) -> SceneSpec:
+    """``spec`` with the object ``name``, placed beside another, moved to that one's right (the
+    same gap and jitter): where a composite's steps would put two things on one spot."""
+    objects = tuple(dataclasses.replace(o, placement=dataclasses.replace(o.placement, relation="right_of"))
+                    if o.name == name and isinstance(o.placement, Relative) else o for o in spec.objects)
+    return dataclasses.replace(spec, objects=objects)
+
+
 class DoublePourTask(PlaceSequenceTask):
     """Pour from one container into two receivers in turn, setting it down between the pours
     (AffordSim's composite_double_pour_kettle: the kettle into the bowl, then into the mug).
@@ -955,11 +962,8 @@ class DoublePourTask(PlaceSequenceTask):
         # One object held throughout: it stands where its pour alone puts it, not in the nearer
         # composite row (42 cm ahead, the arm's links met the base carrying it over the bowl).
         alone = get_task(self.steps[0]).scene(seed).objects[0].placement
-        objects = list(spec.objects)
-        objects[0] = dataclasses.replace(objects[0], placement=alone)
-        objects = [dataclasses.replace(o, placement=dataclasses.replace(o.placement, relation="right_of"))
-                   if o.name == second and isinstance(o.placement, Relative) else o for o in objects]
-        return dataclasses.replace(spec, objects=tuple(objects))
+        held = dataclasses.replace(spec.objects[0], placement=alone)
+        return _to_the_right(dataclasses.replace(spec, objects=(held, *spec.objects[1:])), second)
 
 
 class PourThenHangTask(PlaceSequenceTask):
@@ -987,11 +991,7 @@ class PourThenHangTask(PlaceSequenceTask):
         assert isinstance(hang, Window) and isinstance(spec.objects[0].placement, Window)
         mug = dataclasses.replace(spec.objects[0], placement=dataclasses.replace(spec.objects[0].placement,
                                                                                  yaw=hang.yaw))
-        objects = [mug, *(dataclasses.replace(o, placement=Relative("right_of", o.placement.reference,
-                                                                    distance=0.10, jitter=0.02))
-                          if o.name == "bowl" and isinstance(o.placement, Relative) else o
-                          for o in spec.objects[1:])]
-        return dataclasses.replace(spec, objects=tuple(objects))
+        return _to_the_right(dataclasses.replace(spec, objects=(mug, *spec.objects[1:])), "bowl")
 
 
 def pour_part(target: str) -> str:

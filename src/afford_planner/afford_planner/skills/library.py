@@ -98,11 +98,7 @@ def _goes_inside(ctx: SkillContext) -> bool:
     """Whether the place puts the object inside its receiver: the receiving part affords
     ``contain`` and not ``support`` (a box's inside, a mug's; not a plate or a pan)."""
     cat = CATEGORIES.get(ctx.intent.destination or "")
-    part = ctx.intent.destination_region
-    if cat is None or part is None:
-        return False
-    does = cat.affordances.get(part, ())
-    return "contain" in does and "support" not in does
+    return cat is not None and cat.holds_inside(ctx.intent.destination_region)
 
 
 def table_spot(cloud_points: np.ndarray, offset: float) -> np.ndarray:
