@@ -244,13 +244,15 @@ class Graph:
         time.sleep(0.2)  # anything that would follow
         return self.errors_since(n)
 
-    def wait_moving(self, speed: float = 0.05, timeout: float = 10.0) -> None:
+    def wait_moving(self, speed: float = 0.05, timeout: float = 10.0, n_err: int | None = None) -> None:
+        """Until a joint moves faster than ``speed``; failing, says the errors after ``n_err``."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if np.max(np.abs(self.dq())) > speed:
                 return
             time.sleep(0.005)
-        raise AssertionError("the arm never started moving")
+        said = "" if n_err is None else f": errors {[(e.kind, e.message) for e in self.errors_since(n_err)]}"
+        raise AssertionError(f"the arm never started moving{said}")
 
     def close(self) -> None:
         self.executor.shutdown()
@@ -418,13 +420,14 @@ def stream_chunks(
     duration: float,
     rate: float = 10.0,
     seconds: float | None = None,
-) -> None:
+) -> list[float]:
     """Stream a cosine ramp from q0 to q0 + delta (over ``duration`` s) as a policy would: every
     1/rate s a chunk of the next three seconds of targets at 50 Hz, stamped.
     The ramp runs on the wall clock but never more than ``lead`` ahead of where the arm is seen
     on it (a policy acts on what it observes; on this loaded machine chunks now and then arrive
     up to 2.5 s late, the arm holds meanwhile, and an open-loop ramp would then jump ahead of it).
-    Until the ramp is done, or ``seconds`` (default 3 x duration) have passed."""
+    Until the ramp is done, or ``seconds`` (default 3 x duration) have passed. Returns the
+    chunks' stamps (s): a gap between two longer than stream_timeout_s starts a new stream."""
     from afford_ros.nodes.convert import trajectory_msg
 
     j = int(np.argmax(np.abs(delta)))
@@ -437,8 +440,10 @@ def stream_chunks(
     t0 = time.monotonic()
     end = t0 + (3.0 * duration if seconds is None else seconds)
     tau = 0.0
+    stamps: list[float] = []
     while tau < duration and time.monotonic() < end:
         stamp = graph.node.get_clock().now().to_msg()  # the points' times count from here
+        stamps.append(stamp.sec + 1e-9 * stamp.nanosec)
         tau = time.monotonic() - t0
         if delta[j] != 0.0:
             frac = float(np.clip((graph.q()[j] - q0[j]) / delta[j], 0.0, 1.0))
@@ -446,6 +451,16 @@ def stream_chunks(
         t = np.arange(1, 151) * 0.02
         graph.targets_pub.publish(trajectory_msg(t, at(tau + t), stamp))
         time.sleep(1.0 / rate)
+    return stamps
+
+
+STREAM_TIMEOUT_S = 0.5  # the executor's default stream_timeout_s
+
+
+def streams_in(stamps: list[float]) -> int:
+    """How many streams the executor saw in a sender's stamps: a stall of the sending thread
+    longer than stream_timeout_s (a loaded machine) reads, rightly, as a new stream."""
+    return 1 + int(np.sum(np.diff(stamps) > STREAM_TIMEOUT_S)) if stamps else 0
 
 
 def test_streamed_joint_targets_move_the_arm_through_the_checks(graph: Graph) -> None:
@@ -490,8 +505,16 @@ def test_streamed_joint_targets_move_the_arm_through_the_checks(graph: Graph) ->
     bad = np.array([-0.3, 0, 0, 0, 0, 0, 0])
     t, qs = ramp(q1, bad, 2.0)
     now = graph.node.get_clock().now().to_msg
-    graph.targets_pub.publish(trajectory_msg(t[1:], qs[1:], now()))  # a fine chunk: the arm moves
-    graph.wait_moving(0.05)
+    # A fine chunk: the arm moves. Sent again, freshly stamped, until it does, as a policy keeps
+    # sending: on a loaded machine one chunk can come too late to take (dropped, logged).
+    for _ in range(20):
+        graph.targets_pub.publish(trajectory_msg(t[1:], qs[1:], now()))
+        try:
+            graph.wait_moving(0.05, timeout=0.25, n_err=n_err)
+            break
+        except AssertionError:
+            continue
+    graph.wait_moving(0.05, timeout=0.1, n_err=n_err)
     beyond = qs[-1].copy()
     beyond[3] = -0.152 - 0.02  # FR3 joint 4's upper limit is -0.1518: inside the 0.05 rad margin
     current = graph.q()
@@ -511,10 +534,11 @@ def test_a_stop_halts_a_stream_until_the_operator_rearms(graph: Graph) -> None:
     at_rest_time(graph, time.monotonic())
     q0 = graph.q()
     n_err = len(graph.errors_since(0))
+    sent: list[float] = []
     sender = threading.Thread(
-        target=stream_chunks,
-        args=(graph, q0, np.array([0.3, 0, 0, 0, 0, 0, 0]), 6.0),  # slow: a late stop still lands short
-        kwargs={"seconds": 4.0},
+        target=lambda: sent.extend(
+            stream_chunks(graph, q0, np.array([0.3, 0, 0, 0, 0, 0, 0]), 6.0, seconds=4.0)
+        ),  # slow: a late stop still lands short
         daemon=True,
     )
     sender.start()
@@ -532,18 +556,21 @@ def test_a_stop_halts_a_stream_until_the_operator_rearms(graph: Graph) -> None:
     assert ("stopped", "joint-target stream halted by the stop topic") in kinds or any(
         k == "stopped" and "no joint targets" in m for k, m in kinds
     ), kinds
+    # Once per stream, not once per chunk (some 30 came after the stop): a stall of the sending
+    # thread past stream_timeout_s starts a new stream, which hears it again.
     refusals = [m for k, m in kinds if k == "limit" and "stop topic" in m]
-    assert len(refusals) == 1, kinds
+    assert 1 <= len(refusals) <= streams_in(sent), (kinds, streams_in(sent))
     # A new stream after a pause (the next policy run) stays refused, and hears it once too: its
     # sender watches from its own start and must not stream into silence.
     time.sleep(1.0)  # > stream_timeout_s
     n_err = len(graph.errors_since(0))
-    stream_chunks(graph, q_stopped, np.array([0.3, 0, 0, 0, 0, 0, 0]), 6.0, seconds=1.0)
+    streams = streams_in(stream_chunks(graph, q_stopped, np.array([0.3, 0, 0, 0, 0, 0, 0]), 6.0, seconds=1.0))
     assert np.max(np.abs(graph.q() - q_stopped)) < 0.005
     again = [(e.kind, e.message) for e in graph.wait_errors(n_err, 1, timeout=5.0)]
-    assert [k for k, m in again if "stop topic" in m] == ["limit"], again
+    assert 1 <= len([k for k, m in again if "stop topic" in m]) <= streams, (again, streams)
     time.sleep(0.5)
-    assert len(graph.errors_since(n_err)) == 1, [(e.kind, e.message) for e in graph.errors_since(n_err)]
+    after = [(e.kind, e.message) for e in graph.errors_since(n_err)]
+    assert all(k == "limit" and "stop topic" in m for k, m in after) and len(after) <= streams, after
 
     # Re-armed by the operator, a new stream is taken: hold chunks at the arm's position, and
     # the stream then ends as streams do.
