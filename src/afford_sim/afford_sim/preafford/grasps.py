@@ -1,0 +1,77 @@
+"""Grasp proposals as the seed samples them, and the grasp score they give a state.
+
+PreAfford's grasp data (Sec. III-F): "grasping points randomly chosen from the object's surface,
+with gripper orientations determined by a hemisphere above each point's tangent plane". Here:
+a point drawn uniformly on the object's surface (by area); an approach direction drawn uniformly
+from the hemisphere on the outside of the surface there (the hand comes from outside); a closing
+axis drawn uniformly about the approach; the TCP put 0-3 cm past the point along the approach,
+so the pads can close round an edge rather than only touch it.
+
+The **grasp score** of a state is the fraction of a fixed, seeded set of such proposals that
+succeed when each is tried from that state (the world is restored between tries). It is the
+ground truth the seed's grasp critic estimates (its c_2 averaged over proposals, Eq. 3); we use
+it to label pushes (:func:`rules.pregrasp_succeeded`) and to measure how graspable a scene is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import trimesh
+
+from .world import GraspResult, PreGraspWorld
+
+MAX_DEPTH = 0.03
+
+
+@dataclass(frozen=True)
+class Grasp:
+    """A grasp: the TCP position and the hand's rotation (columns x, closing y, approach z)."""
+
+    tcp: np.ndarray
+    rot: np.ndarray
+
+
+def _perpendicular(v: np.ndarray) -> np.ndarray:
+    a = np.array([1.0, 0.0, 0.0]) if abs(v[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(v, a)
+    return u / np.linalg.norm(u)
+
+
+def sample_grasps(world: PreGraspWorld, n: int, rng: np.random.Generator) -> list[Grasp]:
+    """``n`` proposals on the object where it now lies (see the module docstring)."""
+    mesh: trimesh.Trimesh = world.scene.obj.mesh()
+    mesh.apply_transform(world.object_pose())
+    points, faces = trimesh.sample.sample_surface(mesh, n, seed=int(rng.integers(2**31)))
+    normals = mesh.face_normals[faces]
+    out = []
+    for p, nrm in zip(points, normals, strict=True):
+        d = rng.normal(size=3)
+        d /= np.linalg.norm(d)
+        if d @ nrm < 0:
+            d = -d
+        approach = -d  # from outside the surface, towards it
+        x = _perpendicular(approach)
+        y = np.cross(approach, x)
+        a = rng.uniform(0.0, np.pi)
+        closing = np.cos(a) * x + np.sin(a) * y
+        rot = np.column_stack([np.cross(closing, approach), closing, approach])
+        out.append(Grasp(p + rng.uniform(0.0, MAX_DEPTH) * approach, rot))
+    return out
+
+
+def try_grasps(world: PreGraspWorld, grasps: list[Grasp]) -> list[GraspResult]:
+    """Each grasp tried from the world's current state, which is restored after each."""
+    state = world.snapshot()
+    results = []
+    for g in grasps:
+        results.append(world.grasp(g.tcp, g.rot))
+        world.restore(state)
+    return results
+
+
+def grasp_score(world: PreGraspWorld, n: int = 32, seed: int = 0) -> float:
+    """The fraction of ``n`` seeded proposals that succeed from the current state."""
+    results = try_grasps(world, sample_grasps(world, n, np.random.default_rng(seed)))
+    return float(np.mean([r.success for r in results]))
