@@ -147,3 +147,26 @@ def test_rules() -> None:
     assert not rules.pregrasp_succeeded(0.0, 1.0, False, True)
     rz = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
     assert rules.rotation_deg(np.eye(3), rz) == pytest.approx(90.0)
+
+
+def test_the_camera_sees_the_object_and_the_feature_beside_it() -> None:
+    world = PreGraspWorld(sample_scene("wall", "laptop", 1))
+    pts, is_obj = world.observe(n=1024, rng=np.random.default_rng(0))
+    assert pts.shape == (1024, 3) and pts.dtype == np.float32 and is_obj.shape == (1024,)
+    assert 0.02 < is_obj.mean() < 0.9  # the object, and the table and wall round it
+    lo, hi = world.object_points().min(axis=0), world.object_points().max(axis=0)
+    seen = pts[is_obj]
+    assert np.all(seen >= lo - 0.003) and np.all(seen <= hi + 0.003)
+    assert pts[~is_obj][:, 2].max() > 0.05  # the wall stands up out of the table
+    again, _ = world.observe(n=1024, rng=np.random.default_rng(0))
+    assert np.array_equal(pts, again)
+
+
+def test_rim_proposals_close_across_the_slab() -> None:
+    world = PreGraspWorld(sample_scene("edge", "tablet", 3))
+    thin = world.object_pose()[:3, 2]
+    for g in sample_grasps(world, 30, np.random.default_rng(1), rim=1.0):
+        # Closing within 15 deg of the thin axis, then made square to an approach tilted up to
+        # 20 deg off a side face: together within 15 + 20 deg.
+        assert abs(g.rot[:, 1] @ thin) > np.cos(np.radians(35.0))
+        assert abs(g.rot[:, 2] @ thin) < np.sin(np.radians(20.5))  # approached from the side

@@ -64,6 +64,7 @@ class PreGraspScene:
         xy: (2,) its footprint centre at the start.
         yaw: Its yaw at the start (rad).
         seed: The seed it was drawn from.
+        camera_eye: (3,) where the depth camera stands; it looks at the object's start.
     """
 
     kind: str
@@ -72,7 +73,7 @@ class PreGraspScene:
     xy: np.ndarray
     yaw: float
     seed: int
-    meta: dict[str, float] = field(default_factory=dict)
+    camera_eye: np.ndarray = field(default_factory=lambda: np.array([0.0, -0.6, 0.6]))
 
 
 def footprint_reach(obj: FlatObject, yaw: float, direction: np.ndarray) -> float:
@@ -126,4 +127,11 @@ def sample_scene(kind: str, category: str, seed: int) -> PreGraspScene:
             along = footprint_reach(obj, yaw, d) + footprint_reach(obj, yaw, -d)
             size = (max(0.06, float(rng.uniform(0.7, 0.9)) * along), float(rng.uniform(0.03, 0.05)))
         features.append(Feature(k, (float(d[0]), float(d[1])), footprint_reach(obj, yaw, d) + gap, size))
-    return PreGraspScene(kind, features, obj, xy, yaw, seed)
+    # The camera on a stream of its own (drawing it moves nothing else): 0.8-1.1 m from the
+    # object, 40-70 deg above the table, from any side, as a robot's head camera sees a table.
+    cam = np.random.default_rng([seed, SCENES.index(kind), 11])
+    dist, elev, azim = cam.uniform(0.8, 1.1), np.radians(cam.uniform(40, 70)), cam.uniform(-np.pi, np.pi)
+    eye = np.array(
+        [dist * np.cos(elev) * np.cos(azim), dist * np.cos(elev) * np.sin(azim), dist * np.sin(elev)]
+    )
+    return PreGraspScene(kind, features, obj, xy, yaw, seed, eye)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from typing import Any
 
 import mujoco
 import numpy as np
@@ -42,6 +43,9 @@ SPEED = 0.15  # m/s of the hand's target between waypoints
 FRICTION = (0.6, 0.005, 0.0001)
 PAD_FRICTION = (1.0, 0.01, 0.0005)
 TABLE_THICKNESS = 0.04
+CAMERA_SIZE = (320, 240)
+CAMERA_FOVY = 45.0
+CLOUD_RADIUS = 0.4  # m round the object's start: the object and the feature beside it
 SLOPE_RUN = 0.15
 WALL_THICKNESS = 0.05
 
@@ -194,7 +198,23 @@ def build_model(scene: PreGraspScene) -> mujoco.MjModel:
             )
     _add_object(spec, scene)
     _add_gripper(spec)
+    _add_camera(spec, scene)
     return spec.compile()
+
+
+def _add_camera(spec: mujoco.MjSpec, scene: PreGraspScene) -> None:
+    eye = np.asarray(scene.camera_eye, dtype=float)
+    target = np.array([*scene.xy, 0.0])
+    back = (eye - target) / np.linalg.norm(eye - target)  # MuJoCo's camera looks along its -z
+    right = np.cross([0.0, 0.0, 1.0], back)
+    right /= np.linalg.norm(right)
+    spec.worldbody.add_camera(
+        name="view",
+        pos=eye,
+        quat=_quat(np.column_stack([right, np.cross(back, right), back])),
+        fovy=CAMERA_FOVY,
+    )
+    spec.visual.global_.offwidth, spec.visual.global_.offheight = CAMERA_SIZE
 
 
 def _add_object(spec: mujoco.MjSpec, scene: PreGraspScene) -> None:
@@ -299,6 +319,7 @@ class PreGraspWorld:
         self._gripper_geoms = {g for g in range(m.ngeom) if m.geom_bodyid[g] in gripper_bodies}
         self._object_geoms = {g for g in range(m.ngeom) if m.geom_bodyid[g] == self._obj_body}
         self._scene_geoms = set(range(m.ngeom)) - self._gripper_geoms - self._object_geoms
+        self._renderer: Any = None
         self._park()
         self.settle()
 
@@ -324,6 +345,30 @@ class PreGraspWorld:
 
     def fallen(self) -> bool:
         return float(self.object_points()[:, 2].min()) < rules.FALL_Z
+
+    def observe(self, n: int = 2048, rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """What the depth camera sees now, as the seed's modules take it: ``n`` points (m, world
+        frame) within :data:`CLOUD_RADIUS` of the object's start (object and scene together),
+        and which of them are the object's (from the renderer's geom ids: the seed segments the
+        object too). The gripper is parked out of view. Drawn with replacement when fewer are seen."""
+        from afford_sim.camera import CameraRenderer, backproject, camera_pose
+
+        if self._renderer is None:
+            self._renderer = CameraRenderer(self.model)
+        cam = self.model.camera("view").id
+        w, h = CAMERA_SIZE
+        _, depth, ids = self._renderer.render(self.data, cam, w, h, rgb=False)
+        assert depth is not None and ids is not None
+        k = self._renderer.intrinsics(w, h)
+        hit = (depth > 0) & ~np.isin(ids, list(self._gripper_geoms))
+        pts = backproject(depth, k, camera_pose(self.data, cam), hit)
+        is_obj = np.isin(ids[hit], list(self._object_geoms))
+        near = np.linalg.norm(pts[:, :2] - self.scene.xy, axis=1) < CLOUD_RADIUS
+        pts, is_obj = pts[near], is_obj[near]
+        if not len(pts):
+            raise RuntimeError("the camera sees nothing near the object")
+        pick = (rng or np.random.default_rng(0)).choice(len(pts), n, replace=len(pts) < n)
+        return pts[pick].astype(np.float32), is_obj[pick]
 
     # ------------------------------------------------------------------ motion
     def _park(self) -> None:
@@ -401,21 +446,28 @@ class PreGraspWorld:
         return GraspResult(rules.grasp_succeeded(rise, turn), rise, turn)
 
     def push(
-        self, contact_xy: np.ndarray, direction: float, distance: float, height: float = 0.0015
+        self,
+        contact_xy: np.ndarray,
+        direction: float,
+        distance: float,
+        height: float = 0.0015,
+        max_back: float = 0.04,
     ) -> PushResult:
         """A push as the seed defines it: the closed gripper, pointing down with its fingertips
         ``height`` above the table, put just outside the object behind ``contact_xy`` and moved
-        horizontally ``distance`` along ``direction`` (rad), then withdrawn upwards."""
+        horizontally ``distance`` along ``direction`` (rad), then withdrawn upwards. The start
+        steps back from ``contact_xy`` at most ``max_back``; blocked when no clear start is found."""
         d = np.array([np.cos(direction), np.sin(direction), 0.0])
         # Pointing down; the closing axis across the push, so the two fingers push side by side.
         rot = np.column_stack([d, np.cross([0.0, 0.0, -1.0], d), [0.0, 0.0, -1.0]])
         z = height + FINGER_Z + FINGER_HALF[2]  # the TCP above the fingertips, which point down
         pose0 = self.object_pose()
         state = self.snapshot()
-        # Just clear of the outline behind the contact: the closed fingers are 2.4 cm across, so
-        # on an outline that runs slanted to the push one finger would start inside the object;
-        # such a start steps back (up to 4 cm) until the fingers are clear.
-        for back in FINGER_HALF[0] + 0.005 + np.arange(0.0, 0.045, 0.005):
+        # Just clear of the outline behind the contact: stepping back from it along the push
+        # until the closed fingers (2.4 cm across) touch nothing, so a contact on the object's
+        # top is pushed from the outline behind it, and one on a slanted outline from where
+        # both fingers are clear.
+        for back in FINGER_HALF[0] + 0.005 + np.arange(0.0, max_back, 0.005):
             start = np.array([*contact_xy, z]) - back * d
             self._place_hand(start, rot, 0.0)
             if not self._hand_touches(self._object_geoms | self._scene_geoms):
