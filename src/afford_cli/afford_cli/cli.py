@@ -157,6 +157,29 @@ def _cmd_table1(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_preafford_collect(args: argparse.Namespace) -> int:
+    from afford_data.preafford import CollectConfig, Episode, collect, summary
+
+    config = CollectConfig(module=args.module, episodes=args.episodes, scenes=tuple(args.scenes),
+                           categories=tuple(args.categories), first_seed=args.first_seed)
+
+    def progress(done: int, total: int, ep: Episode) -> None:
+        print(f"[{done}/{total}] {ep.scene} {ep.category} seed {ep.seed}", flush=True)
+
+    done = collect(args.out, config, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address,
+                   command=args.command_line, progress=None if args.quiet else progress)
+    print(f"{done.collected} episodes collected, {done.kept} kept from before, {done.wall_s:.0f} s")
+    print(json.dumps(summary(args.out), indent=1))
+    return 0
+
+
+def _cmd_preafford_summary(args: argparse.Namespace) -> int:
+    from afford_data.preafford import summary
+
+    print(json.dumps(summary(args.dir), indent=1))
+    return 0
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from afford_data.demos import DemoConfig, generate
 
@@ -698,6 +721,31 @@ def build_parser() -> argparse.ArgumentParser:
     t1.add_argument("--report", default=None, metavar="DIR", help="rebuild DIR's report from its records")
     t1.add_argument("--quiet", action="store_true", help="no line per rollout")
     t1.set_defaults(func=_cmd_table1)
+
+    pa = sub.add_parser("preafford", help="pre-grasp pushing (PreAfford): interaction data "
+                        "(docs/preafford.md)")
+    pasub = pa.add_subparsers(dest="preafford_command", required=True)
+    from afford_data.preafford import MODULES, TRAIN_SCENES
+    from afford_sim.preafford.objects import GENERATORS, TRAIN_CATEGORIES
+    from afford_sim.preafford.scenes import SCENES
+
+    col = pasub.add_parser("collect", help="collect grasp or push interactions in the pre-grasp scenes; "
+                           "resumable")
+    col.add_argument("--module", choices=list(MODULES), required=True)
+    col.add_argument("--episodes", type=int, required=True, help="scenes per (scene kind, category)")
+    col.add_argument("--scenes", nargs="+", default=list(TRAIN_SCENES), choices=list(SCENES))
+    col.add_argument("--categories", nargs="+", default=list(TRAIN_CATEGORIES), choices=sorted(GENERATORS))
+    col.add_argument("--first-seed", type=int, default=0)
+    col.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="episodes in parallel")
+    col.add_argument("--executor", choices=["local", "ray"], default="local")
+    col.add_argument("--ray-address", default=None, help="a running Ray cluster, e.g. ray://head:10001")
+    col.add_argument("--out", required=True, help="collection directory; an existing one of the same "
+                     "config resumes")
+    col.add_argument("--quiet", action="store_true", help="no line per episode")
+    col.set_defaults(func=_cmd_preafford_collect)
+    pst = pasub.add_parser("summary", help="counts per scene of a collection")
+    pst.add_argument("dir")
+    pst.set_defaults(func=_cmd_preafford_summary)
 
     gen = sub.add_parser("generate", help="record the scripted pipeline's successful rollouts of a task as a "
                          "LeRobot dataset (docs/demonstrations.md)")

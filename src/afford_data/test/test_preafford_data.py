@@ -1,0 +1,77 @@
+"""PreAfford's interaction data (issue 13, step 2): episodes collected in MuJoCo, one file each,
+resumable, refused when the config differs, the same on a rerun of the same seed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from afford_data.preafford import CollectConfig, collect, collect_episode, episodes_of, load, summary
+
+
+def _small(module: str, **kw: object) -> CollectConfig:
+    base: dict[str, object] = {"episodes": 1, "scenes": ("edge", "slot"), "categories": ("phone",),
+                               "grasps": 6, "pushes": 2, "points": 256}
+    base.update(kw)
+    return CollectConfig(module, **base)  # type: ignore[arg-type]
+
+
+def test_config_is_checked() -> None:
+    with pytest.raises(ValueError, match="module must be one of"):
+        CollectConfig("poke", episodes=1)
+    with pytest.raises(ValueError, match="unknown scenes or categories"):
+        CollectConfig("grasp", episodes=1, categories=("mug",))
+    with pytest.raises(ValueError, match="episodes must be >= 1"):
+        CollectConfig("grasp", episodes=0)
+
+
+def test_grasp_episodes_hold_two_states_and_their_tries(tmp_path: Path) -> None:
+    config = _small("grasp")
+    done = collect(tmp_path / "g", config)
+    assert done.collected == 2 and done.kept == 0
+    _, episodes = load(tmp_path / "g")
+    for _ep, a in episodes:
+        n_states = len(a["clouds"])
+        assert n_states in (1, 2) and a["clouds"].shape[1:] == (256, 3)  # 1: the sampled push dropped it
+        assert a["grasps"].shape == (6 * n_states, 12) and set(np.unique(a["state"])) == set(range(n_states))
+        rot = a["grasps"][:, 3:].reshape(-1, 3, 3)
+        assert np.allclose(rot @ rot.transpose(0, 2, 1), np.eye(3), atol=1e-5)
+        assert not np.any(a["success"] & a["blocked"])
+        assert np.all(a["success"] <= (a["rise"] >= 0.06))
+        assert a["object_mask"].any()
+    counts = summary(tmp_path / "g")["scenes"]
+    assert set(counts) == {"edge", "slot"} and all(c["episodes"] == 1 for c in counts.values())
+
+
+def test_push_episodes_hold_each_push_and_the_cloud_after(tmp_path: Path) -> None:
+    collect(tmp_path / "p", _small("push"))
+    _, episodes = load(tmp_path / "p")
+    assert len(episodes) == 2
+    for _, a in episodes:
+        assert a["pushes"].shape == (2, 5) and a["clouds_after"].shape == (2, 256, 3)
+        assert np.all(np.abs(a["pushes"][:, 3]) <= np.pi) and np.all(a["pushes"][:, 4] >= 0.02)
+        assert a["cloud"].shape == (256, 3)
+
+
+def test_a_collection_resumes_and_refuses_another_config(tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    config = _small("push", scenes=("edge",))
+    collect(root, config)
+    (ep,) = episodes_of(config)
+    first = dict(np.load(ep.path(root)))
+    ep.path(root).unlink()
+    again = collect(root, config)
+    assert again.collected == 1 and again.kept == 0
+    redone = dict(np.load(ep.path(root)))
+    assert all(np.array_equal(first[k], redone[k]) for k in first)  # a seed is an experiment
+    assert collect(root, config).collected == 0
+    with pytest.raises(ValueError, match="holds another collection"):
+        collect(root, _small("push", scenes=("edge",), pushes=3))
+
+
+def test_an_episode_is_a_function_of_its_seed() -> None:
+    (ep, _) = episodes_of(_small("grasp"))
+    a, b = collect_episode(ep), collect_episode(ep)
+    assert all(np.array_equal(a[k], b[k]) for k in a)
