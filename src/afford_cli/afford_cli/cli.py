@@ -173,6 +173,33 @@ def _cmd_preafford_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_preafford_train_grasp(args: argparse.Namespace) -> int:
+    from afford_perception.preafford.train_grasp import TrainConfig, train
+
+    torch_threads(args.threads)
+    config = TrainConfig(epochs=args.epochs, batch=args.batch, seed=args.seed)
+    result = train(args.data, args.val, args.out, config, say=lambda line: print(line, flush=True))
+    print(json.dumps({"checkpoint": args.out, "best": result["best"]}, indent=1))
+    return 0
+
+
+def _cmd_preafford_eval_grasp(args: argparse.Namespace) -> int:
+    from afford_perception.preafford.grasp_module import load
+    from afford_perception.preafford.train_grasp import load_states, measure
+
+    torch_threads(args.threads)
+    model, _ = load(args.model)
+    print(json.dumps(measure(model, load_states(args.data)), indent=1))
+    return 0
+
+
+def torch_threads(n: int | None) -> None:
+    if n:
+        import torch
+
+        torch.set_num_threads(n)
+
+
 def _cmd_preafford_summary(args: argparse.Namespace) -> int:
     from afford_data.preafford import summary
 
@@ -743,6 +770,22 @@ def build_parser() -> argparse.ArgumentParser:
                      "config resumes")
     col.add_argument("--quiet", action="store_true", help="no line per episode")
     col.set_defaults(func=_cmd_preafford_collect)
+    ptg = pasub.add_parser("train-grasp", help="train the grasping module's critic on a grasp collection, "
+                           "keeping the best checkpoint on a validation collection")
+    ptg.add_argument("--data", required=True, help="training collection (collect --module grasp)")
+    ptg.add_argument("--val", required=True, help="validation collection (other categories)")
+    ptg.add_argument("--out", required=True, help="checkpoint file to write")
+    ptg.add_argument("--epochs", type=int, default=20)
+    ptg.add_argument("--batch", type=int, default=16, help="states per step")
+    ptg.add_argument("--seed", type=int, default=0)
+    ptg.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ptg.set_defaults(func=_cmd_preafford_train_grasp)
+    peg = pasub.add_parser("eval-grasp", help="the critic's AUC, average precision and top-ranked grasp's "
+                           "success (beside chance and ceiling) on a grasp collection")
+    peg.add_argument("--model", required=True)
+    peg.add_argument("--data", required=True)
+    peg.add_argument("--threads", type=int, default=None)
+    peg.set_defaults(func=_cmd_preafford_eval_grasp)
     pst = pasub.add_parser("summary", help="counts per scene of a collection")
     pst.add_argument("dir")
     pst.set_defaults(func=_cmd_preafford_summary)

@@ -1,0 +1,1 @@
+"""PreAfford's learned modules (issue 13): the grasping module's critic so far."""
