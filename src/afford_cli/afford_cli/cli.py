@@ -207,6 +207,33 @@ def _cmd_preafford_summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench_preafford(args: argparse.Namespace) -> int:
+    from afford_eval import preafford_table2 as t2
+    from afford_eval.runs import sha256_file
+
+    if args.report:
+        print(t2.write_report(args.report).read_text())
+        return 0
+    if args.out is None or args.model is None:
+        raise ValueError("--model CKPT and --out DIR are needed (or --report DIR to rebuild a report)")
+    config = t2.Table2Config(
+        model=args.model, model_sha256=sha256_file(Path(args.model)), rollouts=args.rollouts,
+        scenes=tuple(args.scenes), categories=tuple(args.categories), methods=tuple(args.methods),
+        proposals=args.proposals, first_seed=args.first_seed,
+    )
+
+    def progress(done: int, total: int, rec: dict[str, Any]) -> None:
+        why = f" ({rec['error']})" if rec.get("error") else ""
+        print(f"[{done}/{total}] {rec['scene']} {rec['category']} {rec['method']} seed {rec['seed']}: "
+              f"{'ok' if rec['success'] else 'FAIL'}{why} {rec['wall_s']} s", flush=True)
+
+    summary = t2.run(args.out, config, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address,
+                     command=args.command_line, progress=None if args.quiet else progress)
+    print(f"{summary.ran} rollouts run, {summary.kept} kept from before, {summary.wall_s:.0f} s; "
+          f"report: {summary.report}")
+    return 0
+
+
 def _cmd_generate(args: argparse.Namespace) -> int:
     from afford_data.demos import DemoConfig, generate
 
@@ -748,6 +775,25 @@ def build_parser() -> argparse.ArgumentParser:
     t1.add_argument("--report", default=None, metavar="DIR", help="rebuild DIR's report from its records")
     t1.add_argument("--quiet", action="store_true", help="no line per rollout")
     t1.set_defaults(func=_cmd_table1)
+    from afford_eval import preafford_table2 as t2
+
+    pb = bsub.add_parser("preafford", help="PreAfford's Table II: pre-grasp scenes, methods, grasp success; "
+                         "resumable (docs/preafford.md)")
+    pb.add_argument("--model", default=None, help="the grasping module's checkpoint (preafford train-grasp)")
+    pb.add_argument("--rollouts", type=int, default=10, help="scenes per (scene kind, category)")
+    pb.add_argument("--scenes", nargs="+", default=list(t2.SCENES), choices=list(t2.SCENES))
+    every = list(t2.TRAIN + t2.TEST)
+    pb.add_argument("--categories", nargs="+", default=every, choices=every)
+    pb.add_argument("--methods", nargs="+", default=list(t2.METHODS), choices=list(t2.METHODS))
+    pb.add_argument("--proposals", type=int, default=64)
+    pb.add_argument("--first-seed", type=int, default=500_000)
+    pb.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    pb.add_argument("--executor", choices=["local", "ray"], default="local")
+    pb.add_argument("--ray-address", default=None)
+    pb.add_argument("--out", default=None, help="run directory; an existing one of the same run is resumed")
+    pb.add_argument("--report", default=None, metavar="DIR", help="rebuild DIR's report from its records")
+    pb.add_argument("--quiet", action="store_true")
+    pb.set_defaults(func=_cmd_bench_preafford)
 
     pa = sub.add_parser("preafford", help="pre-grasp pushing (PreAfford): interaction data "
                         "(docs/preafford.md)")

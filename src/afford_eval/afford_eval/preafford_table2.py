@@ -1,0 +1,330 @@
+"""PreAfford's Table II protocol, with the rows that can be run so far.
+
+``afford bench preafford --model CKPT --rollouts N --out DIR``: for each scene kind (edge, wall,
+slope, slot, multi) and each hard-to-grasp category (the seed's train and test splits), ``N``
+seeded scenes; in each, every method below from the same start, and its final grasp executed in
+the pre-grasp world (``afford_sim.preafford``), judged by the seed's grasp rule (``rules.py``).
+
+Methods (a name says what it is):
+
+- ``direct_critic`` -- the seed's "W/o pre-grasping": the grasping module's critic ranks
+  ``proposals`` grasps drawn by the seed's sampler on the observed cloud; the top one is run.
+- ``direct_random`` -- chance: one of the same proposals, drawn uniformly (seeded).
+- ``direct_ceiling`` -- ceiling of the direct grasp: success if any of the same proposals
+  succeeds when tried (each from the same start; an oracle, not a method).
+- ``scripted_push_critic`` -- a reference, not a method: a push that knows where the feature is
+  (``afford_sim.preafford.scripted``, privileged), then ``direct_critic`` from where it left the
+  object. What a push buys, with our grasp module, where a push is aimed right.
+
+The seed's pushing rows (random-direction push, centre-point push, without closed loop, PreAfford)
+need the pre-grasping module, which is not built yet. Every record holds the critic's mean score
+of its top proposals (the necessity check's c_2 estimate) for the Table III analysis later.
+
+Layout::
+
+    config.json                                   what is run (a resumed run must match)
+    provenance.json                               one entry per session
+    rollouts/<scene>/<category>/<method>/<seed>.json
+    report.md                                     rebuilt from the records
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from afford_core.files import write_atomic
+from afford_core.parallel import run_jobs, run_jobs_ray
+from afford_eval.runs import provenance, write_json
+from afford_eval.stats import wilson
+
+METHODS: tuple[str, ...] = ("direct_critic", "direct_random", "direct_ceiling", "scripted_push_critic")
+SCENES: tuple[str, ...] = ("edge", "wall", "slope", "slot", "multi")
+TRAIN: tuple[str, ...] = ("hat", "laptop", "scissors", "keyboard", "tablet")
+TEST: tuple[str, ...] = ("phone", "pliers", "switch", "window")
+SEED_TABLE2: dict[str, dict[str, tuple[float, ...]]] = {
+    # Setting: (edge, wall, slope, slot, multi, avg) for train, then test categories.
+    "W/o pre-grasping": {"train": (2.3, 3.8, 4.3, 3.4, 4.0, 3.6), "test": (6.1, 2.3, 2.9, 5.7, 6.0, 4.6)},
+    "Random-direction Push": {
+        "train": (21.6, 10.3, 6.4, 16.8, 18.1, 14.6),
+        "test": (24.9, 17.2, 12.1, 18.4, 23.0, 19.1),
+    },
+    "Center-point Push": {
+        "train": (32.5, 23.7, 40.5, 39.2, 39.0, 35.0),
+        "test": (25.1, 17.4, 28.0, 30.2, 21.5, 24.4),
+    },
+    "Ours w/o closed-loop": {
+        "train": (67.2, 41.5, 58.3, 76.9, 63.6, 61.5),
+        "test": (56.4, 37.3, 62.6, 75.8, 55.4, 57.5),
+    },
+    "Ours": {"train": (81.4, 43.4, 73.1, 83.5, 74.1, 71.1), "test": (83.7, 47.6, 80.5, 83.0, 74.6, 73.9)},
+}
+"""The seed's Table II (grasp success, %)."""
+TOP_FOR_C2 = 8  # the necessity check's estimate: the mean score of the critic's top 8 proposals
+
+
+@dataclass(frozen=True)
+class Table2Config:
+    """What one run measures (stored as ``config.json``).
+
+    Attributes:
+        model: The grasping module's checkpoint (its path and sha256 are recorded).
+        rollouts: Scenes per (scene kind, category); rollout ``k`` uses seed ``first_seed + k``.
+        scenes, categories, methods: What is run.
+        proposals: Grasp proposals per decision.
+        first_seed: Seed of the first scene (default far from the training collections' seeds).
+    """
+
+    model: str
+    model_sha256: str
+    rollouts: int = 10
+    scenes: tuple[str, ...] = SCENES
+    categories: tuple[str, ...] = TRAIN + TEST
+    methods: tuple[str, ...] = METHODS
+    proposals: int = 64
+    first_seed: int = 500_000
+
+    def as_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(asdict(self)))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Table2Config:
+        fields_: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return cls(**fields_)
+
+
+@dataclass(frozen=True)
+class Job:
+    scene: str
+    category: str
+    method: str
+    seed: int
+    model: str
+    proposals: int
+
+    def path(self, run_dir: Path) -> Path:
+        return run_dir / "rollouts" / self.scene / self.category / self.method / f"{self.seed:06d}.json"
+
+
+def jobs_of(config: Table2Config) -> list[Job]:
+    return [
+        Job(s, c, m, config.first_seed + k, config.model, config.proposals)
+        for k in range(config.rollouts)
+        for s in config.scenes
+        for c in config.categories
+        for m in config.methods
+    ]
+
+
+_MODELS: dict[str, Any] = {}
+
+
+def _critic(path: str) -> Any:
+    if path not in _MODELS:
+        import torch
+
+        from afford_perception.preafford.grasp_module import load
+
+        torch.set_num_threads(1)  # one rollout per core
+        _MODELS[path] = load(path)[0]
+    return _MODELS[path]
+
+
+def rollout(job: Job) -> dict[str, Any]:
+    """One method on one seeded scene; a crash is a failed rollout with its message."""
+    from afford_perception.preafford.grasp_module import cloud_proposals, score_grasps
+    from afford_sim.preafford.objects import TRAIN_CATEGORIES
+    from afford_sim.preafford.scenes import sample_scene
+    from afford_sim.preafford.scripted import push_towards
+    from afford_sim.preafford.world import PreGraspWorld
+
+    t0 = time.perf_counter()
+    record: dict[str, Any] = {**asdict(job), "split": "train" if job.category in TRAIN_CATEGORIES else "test"}
+    try:
+        world = PreGraspWorld(sample_scene(job.scene, job.category, job.seed))
+        rng = np.random.default_rng([job.seed, 3])
+        pushes: list[dict[str, Any]] = []
+        if job.method == "scripted_push_critic":
+            # The feature the object is nearest to (in the multi scene, one of four).
+            centre = world.object_pose()[:2, 3]
+            nearest = min(
+                world.scene.features, key=lambda f: f.offset - float(centre @ np.asarray(f.direction))
+            )
+            r = push_towards(world, nearest)
+            pushes.append(
+                {
+                    "feature": nearest.kind,
+                    "moved": r.moved,
+                    "fell": r.fell,
+                    "collided": r.collided,
+                    "blocked": r.blocked,
+                }
+            )
+        cloud, is_obj = world.observe(rng=rng)
+        tcp, rot = cloud_proposals(cloud, is_obj, job.proposals, rng)
+        scores = score_grasps(_critic(job.model), cloud, is_obj, tcp, rot)
+        c2 = float(np.sort(scores)[-TOP_FOR_C2:].mean())
+        if job.method == "direct_ceiling":
+            state = world.snapshot()
+            tried = []
+            for k in range(len(tcp)):
+                world.restore(state)
+                tried.append(world.grasp(tcp[k], rot[k]).success)
+            success, chosen = any(tried), int(np.argmax(tried))
+        else:
+            chosen = int(rng.integers(len(tcp))) if job.method == "direct_random" else int(np.argmax(scores))
+            fell = bool(pushes and pushes[-1]["fell"])
+            result = None if fell else world.grasp(tcp[chosen], rot[chosen])
+            success = bool(result and result.success)
+        record.update(
+            success=bool(success),
+            pushes=pushes,
+            c2=round(c2, 4),
+            chosen_score=round(float(scores[chosen]), 4),
+            error=None,
+        )
+    except Exception as err:  # noqa: BLE001 - a crash is a failed rollout, kept with its reason
+        record.update(success=False, pushes=[], c2=None, error=f"{type(err).__name__}: {err}")
+    record["wall_s"] = round(time.perf_counter() - t0, 2)
+    return record
+
+
+def _valid(path: Path, job: Job) -> bool:
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return all(rec.get(k) == v for k, v in asdict(job).items()) and "success" in rec and not rec.get("error")
+
+
+@dataclass
+class Table2Summary:
+    run_dir: Path
+    ran: int
+    kept: int
+    wall_s: float
+    report: Path = field(default_factory=Path)
+
+
+def run(
+    run_dir: Path | str,
+    config: Table2Config,
+    *,
+    jobs: int = 1,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    command: str = "",
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+) -> Table2Summary:
+    """Run (or resume) every rollout of ``config`` into ``run_dir``, then write the report."""
+    run_dir = Path(run_dir)
+    t0 = time.perf_counter()
+    path = run_dir / "config.json"
+    if path.exists():
+        stored = Table2Config.from_dict(json.loads(path.read_text()))
+        if stored != config:
+            raise ValueError(f"{run_dir} holds another run ({stored}); choose another --out")
+    elif run_dir.exists() and any(run_dir.iterdir()):
+        raise ValueError(f"{run_dir} is not empty and holds no preafford config; choose another --out")
+    else:
+        write_json(path, config.as_dict())
+    prov = run_dir / "provenance.json"
+    sessions = json.loads(prov.read_text()) if prov.exists() else []
+    write_json(prov, [*sessions, provenance(command, run_dir)])
+    every = jobs_of(config)
+    todo = [j for j in every if not _valid(j.path(run_dir), j)]
+    done = len(every) - len(todo)
+
+    def store(job: Job, record: dict[str, Any]) -> None:
+        nonlocal done
+        write_atomic(job.path(run_dir), (json.dumps(record, indent=1) + "\n").encode())
+        done += 1
+        if progress is not None:
+            progress(done, len(every), record)
+
+    if executor == "local":
+        run_jobs(rollout, todo, jobs, store)
+    else:
+        run_jobs_ray(rollout, todo, max(1, len(todo)), store, cpus=jobs, address=ray_address)
+    report = write_report(run_dir)
+    return Table2Summary(run_dir, len(todo), len(every) - len(todo), time.perf_counter() - t0, report)
+
+
+def load_records(run_dir: Path | str) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(Path(run_dir).glob("rollouts/*/*/*/*.json"))]
+
+
+def _cell(recs: Sequence[dict[str, Any]]) -> str:
+    n = len(recs)
+    if not n:
+        return "-"
+    k = sum(bool(r["success"]) for r in recs)
+    lo, hi = wilson(k, n)
+    return f"{100 * k / n:.0f} [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
+def build_report(
+    config: Table2Config, records: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]]
+) -> str:
+    """The Markdown report, from the config and records alone."""
+    lines = [
+        "# PreAfford Table II (grasp success, %, Wilson 95% interval), the rows built so far",
+        "",
+        f"{config.rollouts} seeded scenes per (scene kind, category), seeds {config.first_seed}-"
+        f"{config.first_seed + config.rollouts - 1}; grasping module `{config.model}` "
+        f"(sha256 {config.model_sha256[:12]}); {config.proposals} proposals per decision. "
+        "Methods: see `afford_eval/preafford_table2.py`; `direct_random` is chance, `direct_ceiling` "
+        "the ceiling of a direct grasp, `scripted_push_critic` a privileged reference, not a method.",
+        "",
+    ]
+    for split, every in (("train", TRAIN), ("test", TEST)):
+        cats = tuple(c for c in every if c in config.categories)
+        if not cats:
+            continue
+        lines += [
+            f"## {split.capitalize()} categories ({', '.join(cats)})",
+            "",
+            "| method | " + " | ".join(config.scenes) + " | avg |",
+            "|---|" + "---|" * (len(config.scenes) + 1),
+        ]
+        for m in config.methods:
+            row = [r for r in records if r["method"] == m and r["category"] in cats]
+            cells = [_cell([r for r in row if r["scene"] == s]) for s in config.scenes]
+            lines.append(f"| {m} | " + " | ".join(cells) + f" | {_cell(row)} |")
+        for name, numbers in SEED_TABLE2.items():
+            vals = numbers[split]
+            by_scene = dict(zip(SCENES, vals[:5], strict=True))
+            lines.append(
+                f"| seed: {name} | "
+                + " | ".join(str(by_scene.get(s, "")) for s in config.scenes)
+                + f" | {vals[5]} |"
+            )
+        lines.append("")
+    errors = [r for r in records if r.get("error")]
+    falls = [r for r in records if any(p.get("fell") for p in r.get("pushes", []))]
+    lines += [
+        f"Rollouts: {len(records)}; crashed: {len(errors)}; object fell during the scripted push: "
+        f"{len(falls)}.",
+        "",
+        "Sessions: "
+        + "; ".join(
+            f"{(s.get('git_commit') or '?')[:7]}{' (dirty)' if s.get('git_dirty') else ''}" for s in sessions
+        ),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_report(run_dir: Path | str) -> Path:
+    run_dir = Path(run_dir)
+    config = Table2Config.from_dict(json.loads((run_dir / "config.json").read_text()))
+    sessions = json.loads((run_dir / "provenance.json").read_text())
+    out = run_dir / "report.md"
+    write_atomic(out, build_report(config, load_records(run_dir), sessions).encode())
+    return out
