@@ -166,8 +166,10 @@ def _cmd_preafford_collect(args: argparse.Namespace) -> int:
     def progress(done: int, total: int, ep: Episode) -> None:
         print(f"[{done}/{total}] {ep.scene} {ep.category} seed {ep.seed}", flush=True)
 
+    from afford_eval.runs import provenance
+
     done = collect(args.out, config, jobs=args.jobs, executor=args.executor, ray_address=args.ray_address,
-                   command=args.command_line, progress=None if args.quiet else progress)
+                   session=provenance(args.command_line, args.out), progress=None if args.quiet else progress)
     print(f"{done.collected} episodes collected, {done.kept} kept from before, {done.wall_s:.0f} s")
     print(json.dumps(summary(args.out), indent=1))
     return 0

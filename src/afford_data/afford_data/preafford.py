@@ -225,9 +225,11 @@ def _valid(path: Path) -> bool:
         return False
 
 
-def _open(root: Path, config: CollectConfig, command: str) -> None:
-    from afford_eval.runs import provenance, write_json
+def _json(path: Path, obj: Any) -> None:
+    write_atomic(path, (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode())
 
+
+def _open(root: Path, config: CollectConfig, session: dict[str, Any] | None) -> None:
     path = root / "config.json"
     if path.exists():
         stored = CollectConfig.from_dict(json.loads(path.read_text()))
@@ -236,11 +238,10 @@ def _open(root: Path, config: CollectConfig, command: str) -> None:
     elif root.exists() and any(root.iterdir()):
         raise ValueError(f"{root} is not empty and holds no collection config; choose another --out")
     else:
-        write_json(path, config.as_dict())
+        _json(path, config.as_dict())
     prov = root / "provenance.json"
     sessions = json.loads(prov.read_text()) if prov.exists() else []
-    sessions.append(provenance(command, root))
-    write_json(prov, sessions)
+    _json(prov, [*sessions, session or {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}])
 
 
 @dataclass
@@ -258,15 +259,16 @@ def collect(
     jobs: int = 1,
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
-    command: str = "",
+    session: dict[str, Any] | None = None,
     progress: Callable[[int, int, Episode], None] | None = None,
 ) -> CollectSummary:
-    """Collect (or resume) every episode of ``config`` into ``root``."""
+    """Collect (or resume) every episode of ``config`` into ``root``; ``session`` (where and
+    from what code it runs: ``afford_eval.runs.provenance``) is appended to ``provenance.json``."""
     if executor not in ("local", "ray"):
         raise ValueError(f"executor must be 'local' or 'ray', got {executor!r}")
     root = Path(root)
     t0 = time.perf_counter()
-    _open(root, config, command)
+    _open(root, config, session)
     every = episodes_of(config)
     todo = [e for e in every if not _valid(e.path(root))]
     done = len(every) - len(todo)
