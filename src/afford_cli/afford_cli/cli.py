@@ -179,7 +179,8 @@ def _cmd_preafford_train_grasp(args: argparse.Namespace) -> int:
     from afford_perception.preafford.train_grasp import TrainConfig, train
 
     torch_threads(args.threads)
-    config = TrainConfig(epochs=args.epochs, batch=args.batch, seed=args.seed)
+    config = TrainConfig(epochs=args.epochs, batch=args.batch, seed=args.seed,
+                         blocked_weight=args.blocked_weight)
     result = train(args.data, args.val, args.out, config, say=lambda line: print(line, flush=True))
     print(json.dumps({"checkpoint": args.out, "best": result["best"]}, indent=1))
     return 0
@@ -826,6 +827,8 @@ def build_parser() -> argparse.ArgumentParser:
     ptg.add_argument("--epochs", type=int, default=20)
     ptg.add_argument("--batch", type=int, default=16, help="states per step")
     ptg.add_argument("--seed", type=int, default=0)
+    ptg.add_argument("--blocked-weight", type=float, default=1.0,
+                     help="relative weight of drawing a blocked try into a batch (default 1: as collected)")
     ptg.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     ptg.set_defaults(func=_cmd_preafford_train_grasp)
     peg = pasub.add_parser("eval-grasp", help="the critic's AUC, average precision and top-ranked grasp's "

@@ -15,8 +15,10 @@ file, written atomically; re-running the same command resumes, and a different c
 - ``push`` episodes: the start cloud and ``pushes`` pushes, each from the start state: contact on a
   seen object point, direction uniform or, in a fraction ``feature_bias`` of them, aimed at a
   feature within a Gaussian angle (the seed: 30%), distance half-normal; what each did (moved,
-  turned, fell, collided) and the cloud after it. The push's label, the grasp score's gain, is
-  computed later by the trained grasping module (the seed's relay), so it is not stored here.
+  turned, fell, collided), the cloud after it, and the grasp score before and after it, measured
+  by trying ``score_tries`` grasps drawn on the cloud (the seed estimates it with its trained
+  grasping module, the relay; a measured score is the quantity that network estimates, without
+  its errors compounding into the push labels).
 
 Layout of a collection directory::
 
@@ -62,6 +64,8 @@ class CollectConfig:
         pushes: Pushes tried per episode (push episodes).
         feature_bias: Fraction of pushes aimed at a feature.
         points: Points per observed cloud.
+        score_tries: Push episodes: grasp tries measuring the grasp score before and after each
+            push (:func:`measured_grasp_score`); 0 leaves it to the grasping module.
     """
 
     module: str
@@ -74,6 +78,7 @@ class CollectConfig:
     pushes: int = 6
     feature_bias: float = 0.3
     points: int = 2048
+    score_tries: int = 24
 
     def __post_init__(self) -> None:
         from afford_sim.preafford.objects import GENERATORS
@@ -146,6 +151,26 @@ def do_push(world: Any, push: np.ndarray) -> Any:
     return world.push(push[:2], float(push[3]), float(push[4]), height=height, max_back=0.4)
 
 
+def measured_grasp_score(
+    world: Any, cloud: np.ndarray, is_obj: np.ndarray, tries: int, rng: np.random.Generator
+) -> float:
+    """The grasp score of the world's state, measured: the fraction of ``tries`` proposals drawn
+    on its observed cloud (half of them pinches at the seen outline) that lift the object, each
+    tried from this state (restored after). NaN when ``tries`` is 0."""
+    if tries <= 0:
+        return float("nan")
+    from afford_perception.preafford.grasp_module import cloud_proposals
+
+    tcp, rot = cloud_proposals(cloud, is_obj, tries, rng, rim=0.5)
+    state = world.snapshot()
+    ok = 0
+    for k in range(tries):
+        world.restore(state)
+        ok += bool(world.grasp(tcp[k], rot[k]).success)
+    world.restore(state)
+    return ok / tries
+
+
 def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
     """Collect one episode; the arrays its file holds."""
     from afford_sim.preafford.grasps import sample_grasps, try_grasps
@@ -185,7 +210,8 @@ def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
             "turn_deg": res[:, 3].astype(np.float32),
         }
     start = world.snapshot()
-    pushes, outcomes, after, after_masks = [], [], [], []
+    score_before = measured_grasp_score(world, cloud, is_obj, cfg.score_tries, rng)
+    pushes, outcomes, after, after_masks, scores = [], [], [], [], []
     for _ in range(cfg.pushes):
         world.restore(start)
         push = sample_push(world, cloud, is_obj, rng, cfg.feature_bias)
@@ -195,8 +221,11 @@ def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
         outcomes.append((r.moved, r.turned_deg, r.fell, r.collided, r.blocked))
         after.append(c1)
         after_masks.append(m1)
+        scores.append(0.0 if r.fell else measured_grasp_score(world, c1, m1, cfg.score_tries, rng))
     out = np.array(outcomes, dtype=float)
     return {
+        "score_before": np.float32(score_before),
+        "score_after": np.array(scores, dtype=np.float32),
         "cloud": cloud,
         "object_mask": is_obj,
         "pushes": np.array(pushes, dtype=np.float32),

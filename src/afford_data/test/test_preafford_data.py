@@ -13,7 +13,7 @@ from afford_data.preafford import CollectConfig, collect, collect_episode, episo
 
 def _small(module: str, **kw: object) -> CollectConfig:
     base: dict[str, object] = {"episodes": 1, "scenes": ("edge", "slot"), "categories": ("phone",),
-                               "grasps": 6, "pushes": 2, "points": 256}
+                               "grasps": 6, "pushes": 2, "points": 256, "score_tries": 4}
     base.update(kw)
     return CollectConfig(module, **base)  # type: ignore[arg-type]
 
@@ -53,6 +53,9 @@ def test_push_episodes_hold_each_push_and_the_cloud_after(tmp_path: Path) -> Non
         assert a["pushes"].shape == (2, 5) and a["clouds_after"].shape == (2, 256, 3)
         assert np.all(np.abs(a["pushes"][:, 3]) <= np.pi) and np.all(a["pushes"][:, 4] >= 0.02)
         assert a["cloud"].shape == (256, 3)
+        # Measured grasp scores: a fraction of the 4 tries; a fallen object has none.
+        assert a["score_after"].shape == (2,) and 0.0 <= float(a["score_before"]) <= 1.0
+        assert np.all((a["score_after"] * 4) % 1 == 0) and np.all(a["score_after"][a["fell"]] == 0.0)
 
 
 def test_a_collection_resumes_and_refuses_another_config(tmp_path: Path) -> None:

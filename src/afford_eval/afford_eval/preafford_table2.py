@@ -8,7 +8,9 @@ the pre-grasp world (``afford_sim.preafford``), judged by the seed's grasp rule 
 Methods (a name says what it is):
 
 - ``direct_critic`` -- the seed's "W/o pre-grasping": the grasping module's critic ranks
-  ``proposals`` grasps drawn by the seed's sampler on the observed cloud; the top one is run.
+  ``proposals`` grasps drawn on the observed cloud (the seed's sampler, and a share ``rim`` of
+  pinches at the seen outline, standing in for the cVAE proposals not built yet); the top one
+  is run.
 - ``direct_random`` -- chance: one of the same proposals, drawn uniformly (seeded).
 - ``direct_ceiling`` -- ceiling of the direct grasp: success if any of the same proposals
   succeeds when tried (each from the same start; an oracle, not a method).
@@ -78,6 +80,8 @@ class Table2Config:
         rollouts: Scenes per (scene kind, category); rollout ``k`` uses seed ``first_seed + k``.
         scenes, categories, methods: What is run.
         proposals: Grasp proposals per decision.
+        rim: The fraction of them drawn at the seen object's outline (``rim_proposals``: pinches
+            across its thickness, from the cloud alone), the rest by the seed's sampler.
         first_seed: Seed of the first scene (default far from the training collections' seeds).
     """
 
@@ -88,6 +92,7 @@ class Table2Config:
     categories: tuple[str, ...] = TRAIN + TEST
     methods: tuple[str, ...] = METHODS
     proposals: int = 64
+    rim: float = 0.5
     first_seed: int = 500_000
 
     def as_dict(self) -> dict[str, Any]:
@@ -107,6 +112,7 @@ class Job:
     seed: int
     model: str
     proposals: int
+    rim: float
 
     def path(self, run_dir: Path) -> Path:
         return run_dir / "rollouts" / self.scene / self.category / self.method / f"{self.seed:06d}.json"
@@ -114,7 +120,7 @@ class Job:
 
 def jobs_of(config: Table2Config) -> list[Job]:
     return [
-        Job(s, c, m, config.first_seed + k, config.model, config.proposals)
+        Job(s, c, m, config.first_seed + k, config.model, config.proposals, config.rim)
         for k in range(config.rollouts)
         for s in config.scenes
         for c in config.categories
@@ -167,7 +173,7 @@ def rollout(job: Job) -> dict[str, Any]:
                 }
             )
         cloud, is_obj = world.observe(rng=rng)
-        tcp, rot = cloud_proposals(cloud, is_obj, job.proposals, rng)
+        tcp, rot = cloud_proposals(cloud, is_obj, job.proposals, rng, rim=job.rim)
         scores = score_grasps(_critic(job.model), cloud, is_obj, tcp, rot)
         c2 = float(np.sort(scores)[-TOP_FOR_C2:].mean())
         if job.method == "direct_ceiling":
@@ -278,7 +284,8 @@ def build_report(
         "",
         f"{config.rollouts} seeded scenes per (scene kind, category), seeds {config.first_seed}-"
         f"{config.first_seed + config.rollouts - 1}; grasping module `{config.model}` "
-        f"(sha256 {config.model_sha256[:12]}); {config.proposals} proposals per decision. "
+        f"(sha256 {config.model_sha256[:12]}); {config.proposals} proposals per decision "
+        f"({100 * config.rim:.0f}% at the seen outline). "
         "Methods: see `afford_eval/preafford_table2.py`; `direct_random` is chance, `direct_ceiling` "
         "the ceiling of a direct grasp, `scripted_push_critic` a privileged reference, not a method.",
         "",

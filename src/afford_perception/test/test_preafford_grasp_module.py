@@ -39,8 +39,13 @@ def test_grasp_code_ignores_the_closing_axis_sign() -> None:
 def test_scores_are_probabilities_and_a_checkpoint_reloads_the_same(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     cloud, mask = _cloud(rng)
-    tcp, rot = cloud_proposals(cloud, mask, 10, rng)
+    tcp, rot = cloud_proposals(cloud, mask, 10, rng, rim=0.5)
     assert np.allclose(np.einsum("nij,nkj->nik", rot, rot), np.eye(3), atol=1e-9)
+    assert np.all(np.linalg.det(rot) > 0.999)
+    # The rim half: pinches across the slab (closing near vertical) from its outline, inwards.
+    assert np.all(np.abs(rot[5:, 2, 1]) > np.cos(np.radians(36.0)))
+    assert np.all(np.abs(rot[5:, 2, 2]) < np.sin(np.radians(21.0)))
+    assert np.all(np.abs(tcp[5:, :2]).max(axis=1) > 0.07)  # at the 10 cm slab's outline
     assert np.all(tcp[:, 2] > -0.031)  # from outside the slab: at most the 3 cm depth below a point
     torch.manual_seed(0)
     model = GraspCritic(SMALL).eval()

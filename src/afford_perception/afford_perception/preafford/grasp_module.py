@@ -139,12 +139,25 @@ def score_grasps(
 
 
 def cloud_proposals(
-    cloud: np.ndarray, is_obj: np.ndarray, n: int, rng: np.random.Generator, max_depth: float = 0.03
+    cloud: np.ndarray,
+    is_obj: np.ndarray,
+    n: int,
+    rng: np.random.Generator,
+    max_depth: float = 0.03,
+    rim: float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The seed's grasp sampler on the observed cloud (no simulator state): a seen object point,
     an approach from the hemisphere outside its estimated normal (the normal's side towards the
     camera-facing outside: away from the object's centroid), a closing axis uniform about it, the
-    TCP 0-3 cm past the point. Returns tcp (n, 3) and rot (n, 3, 3)."""
+    TCP 0-3 cm past the point. Returns tcp (n, 3) and rot (n, 3, 3).
+
+    ``rim``: the fraction drawn instead at the seen object's outline (:func:`rim_proposals`), from
+    the cloud alone, as the data collection draws rim grasps from the simulator's pose."""
+    n_rim = int(round(rim * n))
+    if n_rim:
+        t0, r0 = cloud_proposals(cloud, is_obj, n - n_rim, rng, max_depth)
+        t1, r1 = rim_proposals(cloud, is_obj, n_rim, rng, max_depth)
+        return np.concatenate([t0, t1]), np.concatenate([r0, r1])
     obj = cloud[is_obj] if is_obj.sum() >= 8 else cloud
     centre = obj.mean(axis=0)
     idx = rng.integers(len(obj), size=n)
@@ -174,3 +187,40 @@ def cloud_proposals(
         rots[k] = np.column_stack([np.cross(closing, approach), closing, approach])
         tcps[k] = p + rng.uniform(0.0, max_depth) * approach
     return tcps, rots
+
+
+def rim_proposals(
+    cloud: np.ndarray, is_obj: np.ndarray, n: int, rng: np.random.Generator, max_depth: float = 0.03
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pinches across a flat object's thickness at its outline, from the cloud alone: the seen
+    object's principal plane (its least axis is the thickness), a direction in that plane, the
+    outline point furthest along it, an approach against it (within 20 deg), fingers closing
+    along the thickness axis (within 15 deg), the TCP 0-3 cm in and 4 mm below the seen top."""
+    obj = cloud[is_obj] if is_obj.sum() >= 8 else cloud
+    centre = obj.mean(axis=0)
+    axes = np.linalg.svd(obj - centre, full_matrices=False)[2]
+    e1, e2, e3 = axes[0], axes[1], axes[2] * (1.0 if axes[2][2] >= 0 else -1.0)
+    tcps, rots = np.zeros((n, 3)), np.zeros((n, 3, 3))
+    for k in range(n):
+        phi = rng.uniform(-np.pi, np.pi)
+        out = np.cos(phi) * e1 + np.sin(phi) * e2
+        p = obj[int(np.argmax((obj - centre) @ out))]
+        approach = _tilted(-out, np.radians(20.0), rng)
+        closing = _tilted(e3, np.radians(15.0), rng)
+        closing -= (closing @ approach) * approach
+        closing /= np.linalg.norm(closing)
+        rots[k] = np.column_stack([np.cross(closing, approach), closing, approach])
+        tcps[k] = p + rng.uniform(0.0, max_depth) * approach - 0.004 * e3
+    return tcps, rots
+
+
+def _tilted(v: np.ndarray, max_angle: float, rng: np.random.Generator) -> np.ndarray:
+    """``v`` turned by up to ``max_angle`` about a random axis perpendicular to it."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(v[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    a = np.cross(v, helper)
+    a /= np.linalg.norm(a)
+    t = rng.uniform(0.0, 2 * np.pi)
+    axis = np.cos(t) * a + np.sin(t) * np.cross(v, a)
+    ang = rng.uniform(0.0, max_angle)
+    out = np.cos(ang) * v + np.sin(ang) * np.cross(axis, v)
+    return out / np.linalg.norm(out)

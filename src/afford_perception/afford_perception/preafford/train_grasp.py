@@ -38,6 +38,7 @@ class State:
     tcp: np.ndarray
     rot: np.ndarray
     success: np.ndarray
+    blocked: np.ndarray
 
 
 def load_states(root: str | Path) -> list[State]:
@@ -62,6 +63,7 @@ def load_states(root: str | Path) -> list[State]:
                         g[:, :3],
                         g[:, 3:].reshape(-1, 3, 3),
                         f["success"][sel],
+                        f["blocked"][sel],
                     )
                 )
     if not out:
@@ -69,15 +71,21 @@ def load_states(root: str | Path) -> list[State]:
     return out
 
 
-def _batch(states: list[State], points: int, rng: np.random.Generator) -> tuple[torch.Tensor, ...]:
+def _batch(
+    states: list[State], points: int, rng: np.random.Generator, grasps: int = 12, blocked_weight: float = 1.0
+) -> tuple[torch.Tensor, ...]:
+    """A training batch: each state's cloud resampled and ``grasps`` of its tries, a blocked try
+    (the open hand could not even be placed: most of the seed's proposals) drawn with relative
+    weight ``blocked_weight``, so the tries the critic must really tell apart are not drowned."""
     xyz, masks, codes, labels = [], [], [], []
-    g = min(len(s.success) for s in states)
+    g = min(grasps, *(len(s.success) for s in states))
     for s in states:
         pick = rng.choice(len(s.cloud), points, replace=len(s.cloud) < points)
         centre, x = normalise(s.cloud[pick], s.mask[pick])
         xyz.append(x)
         masks.append(s.mask[pick])
-        which = rng.permutation(len(s.success))[:g]
+        w = np.where(s.blocked, blocked_weight, 1.0)
+        which = rng.choice(len(w), g, replace=False, p=w / w.sum())
         codes.append(grasp_code(s.tcp[which], s.rot[which], centre))
         labels.append(s.success[which])
     return (
@@ -119,12 +127,16 @@ def measure(model: GraspCritic, states: list[State]) -> dict[str, Any]:
         p = np.concatenate([probs[i] for i in idx])
         top = [bool(states[i].success[int(np.argmax(probs[i]))]) for i in idx]
         both = len(np.unique(y)) == 2
+        free = ~np.concatenate([states[i].blocked for i in idx])
+        both_free = len(np.unique(y[free])) == 2
         return {
             "states": len(idx),
             "grasps": int(len(y)),
             "positives": int(y.sum()),
             "auc": round(float(roc_auc_score(y, p)), 3) if both else None,
             "average_precision": round(float(average_precision_score(y, p)), 3) if both else None,
+            # Among the tries the open hand could be placed for: the critic's real discrimination.
+            "auc_unblocked": round(float(roc_auc_score(y[free], p[free])), 3) if both_free else None,
             "top_ranked_success": round(float(np.mean(top)), 3),
             "chance": round(float(y.mean()), 3),
             "ceiling": round(float(np.mean([states[i].success.any() for i in idx])), 3),
@@ -143,6 +155,8 @@ class TrainConfig:
     batch: int = 16
     lr: float = 1e-3
     max_pos_weight: float = 30.0
+    grasps_per_state: int = 12
+    blocked_weight: float = 1.0
     seed: int = 0
 
 
@@ -166,7 +180,11 @@ def train(
     model = GraspCritic(model_config)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.epochs)
-    weight = torch.tensor(min(cfg.max_pos_weight, (total - pos) / pos))
+    # The negatives a batch holds per positive, blocked tries counted at their drawing weight.
+    negatives = sum(
+        int((~s.success & ~s.blocked).sum()) + cfg.blocked_weight * int(s.blocked.sum()) for s in train_states
+    )
+    weight = torch.tensor(min(cfg.max_pos_weight, negatives / pos))
     best: dict[str, Any] = {"average_precision": -1.0}
     history = []
     t0 = time.perf_counter()
@@ -176,14 +194,18 @@ def train(
         losses = []
         for i in range(0, len(order), cfg.batch):
             xyz, mask, codes, y = _batch(
-                [train_states[j] for j in order[i : i + cfg.batch]], model.config.points, rng
+                [train_states[j] for j in order[i : i + cfg.batch]],
+                model.config.points,
+                rng,
+                cfg.grasps_per_state,
+                cfg.blocked_weight,
             )
             logits = model.score(model.encode(xyz, mask), codes)
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, y, pos_weight=weight)
             opt.zero_grad()
             loss.backward()
             opt.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
         sched.step()
         val = measure(model, val_states)["all"]
         history.append({"epoch": epoch, "loss": round(float(np.mean(losses)), 4), **val})
