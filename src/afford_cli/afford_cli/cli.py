@@ -196,6 +196,16 @@ def _cmd_preafford_eval_grasp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_preafford_train_push(args: argparse.Namespace) -> int:
+    from afford_perception.preafford.push_module import train_push
+
+    torch_threads(args.threads)
+    result = train_push(args.data, args.val, args.out, epochs=args.epochs, batch=args.batch, seed=args.seed,
+                        say=lambda line: print(line, flush=True))
+    print(json.dumps({"checkpoint": args.out, "best": result["best"]}, indent=1))
+    return 0
+
+
 def torch_threads(n: int | None) -> None:
     if n:
         import torch
@@ -219,8 +229,10 @@ def _cmd_bench_preafford(args: argparse.Namespace) -> int:
         return 0
     if args.out is None or args.model is None:
         raise ValueError("--model CKPT and --out DIR are needed (or --report DIR to rebuild a report)")
+    push = args.push_model or ""
     config = t2.Table2Config(
         model=args.model, model_sha256=sha256_file(Path(args.model)), rollouts=args.rollouts,
+        push_model=push, push_model_sha256=sha256_file(Path(push)) if push else "",
         scenes=tuple(args.scenes), categories=tuple(args.categories), methods=tuple(args.methods),
         proposals=args.proposals, first_seed=args.first_seed,
     )
@@ -783,6 +795,8 @@ def build_parser() -> argparse.ArgumentParser:
     pb = bsub.add_parser("preafford", help="PreAfford's Table II: pre-grasp scenes, methods, grasp success; "
                          "resumable (docs/preafford.md)")
     pb.add_argument("--model", default=None, help="the grasping module's checkpoint (preafford train-grasp)")
+    pb.add_argument("--push-model", default=None, help="the pre-grasping module's checkpoint (preafford "
+                    "train-push); needed by the pushing methods")
     pb.add_argument("--rollouts", type=int, default=10, help="scenes per (scene kind, category)")
     pb.add_argument("--scenes", nargs="+", default=list(t2.SCENES), choices=list(t2.SCENES))
     every = list(t2.TRAIN + t2.TEST)
@@ -837,6 +851,16 @@ def build_parser() -> argparse.ArgumentParser:
     peg.add_argument("--data", required=True)
     peg.add_argument("--threads", type=int, default=None)
     peg.set_defaults(func=_cmd_preafford_eval_grasp)
+    ptp = pasub.add_parser("train-push", help="train the pre-grasping module's critic on a push collection "
+                           "(measured grasp scores), keeping the best checkpoint on a validation collection")
+    ptp.add_argument("--data", required=True)
+    ptp.add_argument("--val", required=True)
+    ptp.add_argument("--out", required=True)
+    ptp.add_argument("--epochs", type=int, default=30)
+    ptp.add_argument("--batch", type=int, default=16)
+    ptp.add_argument("--seed", type=int, default=0)
+    ptp.add_argument("--threads", type=int, default=None)
+    ptp.set_defaults(func=_cmd_preafford_train_push)
     pst = pasub.add_parser("summary", help="counts per scene of a collection")
     pst.add_argument("dir")
     pst.set_defaults(func=_cmd_preafford_summary)

@@ -18,9 +18,19 @@ Methods (a name says what it is):
   (``afford_sim.preafford.scripted``, privileged), then ``direct_critic`` from where it left the
   object. What a push buys, with our grasp module, where a push is aimed right.
 
-The seed's pushing rows (random-direction push, centre-point push, without closed loop, PreAfford)
-need the pre-grasping module, which is not built yet. Every record holds the critic's mean score
-of its top proposals (the necessity check's c_2 estimate) for the Table III analysis later.
+The seed's pushing rows, with the pre-grasping module's critic C_1 (``push_model``) choosing among
+a grid of pushes (``push_module.push_grid``; its cVAE proposals are not built) and the necessity
+check (push only while c_2, the mean grasp-critic score of the top 8 proposals, is under
+``THETA_G`` = 0.8, the seed's value):
+
+- ``push_random_direction`` -- the module's contact, a uniformly drawn displacement; one push.
+- ``push_centre_point`` -- the contact at the seen object's centroid, the module's displacement; one push.
+- ``preafford_open_loop`` -- the module's push, once (the seed's "Ours w/o closed-loop").
+- ``preafford`` -- closed loop: push, look again, until c_2 reaches theta_g, the module expects no
+  gain, or ``MAX_PUSHES`` pushes.
+
+Each then grasps as ``direct_critic`` does. Every record holds c_2 at the start and at the end
+and whether it pushed (Table III's counts, once easy objects are built).
 
 Layout::
 
@@ -46,7 +56,24 @@ from afford_core.parallel import run_jobs, run_jobs_ray
 from afford_eval.runs import provenance, write_json
 from afford_eval.stats import wilson
 
-METHODS: tuple[str, ...] = ("direct_critic", "direct_random", "direct_ceiling", "scripted_push_critic")
+PUSH_METHODS: tuple[str, ...] = (
+    "push_random_direction",
+    "push_centre_point",
+    "preafford_open_loop",
+    "preafford",
+)
+METHODS: tuple[str, ...] = (
+    "direct_critic",
+    "direct_random",
+    "direct_ceiling",
+    *PUSH_METHODS,
+    "scripted_push_critic",
+)
+THETA_G = 0.8
+"""The seed's necessity threshold on the estimated grasp success c_2."""
+MAX_PUSHES = 3
+"""The closed loop's bound on pushes."""
+PUSH_CONTACTS = 32
 SCENES: tuple[str, ...] = ("edge", "wall", "slope", "slot", "multi")
 TRAIN: tuple[str, ...] = ("hat", "laptop", "scissors", "keyboard", "tablet")
 TEST: tuple[str, ...] = ("phone", "pliers", "switch", "window")
@@ -87,6 +114,8 @@ class Table2Config:
 
     model: str
     model_sha256: str
+    push_model: str = ""
+    push_model_sha256: str = ""
     rollouts: int = 10
     scenes: tuple[str, ...] = SCENES
     categories: tuple[str, ...] = TRAIN + TEST
@@ -94,6 +123,18 @@ class Table2Config:
     proposals: int = 64
     rim: float = 0.5
     first_seed: int = 500_000
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown methods {unknown}; known: {', '.join(METHODS)}")
+        pushing = [m for m in self.methods if m in PUSH_METHODS]
+        if pushing and not self.push_model:
+            raise ValueError(
+                f"{', '.join(pushing)} push: the run needs the pre-grasping module (--push-model)"
+            )
+        if self.rollouts < 1 or self.proposals < 1:
+            raise ValueError("rollouts and proposals must be >= 1")
 
     def as_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(asdict(self)))
@@ -113,6 +154,7 @@ class Job:
     model: str
     proposals: int
     rim: float
+    push_model: str = ""
 
     def path(self, run_dir: Path) -> Path:
         return run_dir / "rollouts" / self.scene / self.category / self.method / f"{self.seed:06d}.json"
@@ -120,7 +162,7 @@ class Job:
 
 def jobs_of(config: Table2Config) -> list[Job]:
     return [
-        Job(s, c, m, config.first_seed + k, config.model, config.proposals, config.rim)
+        Job(s, c, m, config.first_seed + k, config.model, config.proposals, config.rim, config.push_model)
         for k in range(config.rollouts)
         for s in config.scenes
         for c in config.categories
@@ -142,8 +184,56 @@ def _critic(path: str) -> Any:
     return _MODELS[path]
 
 
+def _push_critic(path: str) -> Any:
+    if not path:
+        raise ValueError("this method pushes: the run needs --push-model")
+    if path not in _MODELS:
+        import torch
+
+        from afford_perception.preafford.push_module import load
+
+        torch.set_num_threads(1)
+        _MODELS[path] = load(path)[0]
+    return _MODELS[path]
+
+
+def _push_record(push: np.ndarray, r: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "contact": [round(float(v), 4) for v in push[:3]],
+        "direction": round(float(push[3]), 4),
+        "distance": round(float(push[4]), 4),
+        "moved": round(r.moved, 4),
+        "turned_deg": round(r.turned_deg, 1),
+        "fell": r.fell,
+        "collided": r.collided,
+        "blocked": r.blocked,
+        **extra,
+    }
+
+
+def _choose_push(
+    job: Job, cloud: np.ndarray, is_obj: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, float]:
+    """The push a method makes (module docstring) and the critic's value of it."""
+    from afford_perception.preafford.push_module import DISTANCES, push_grid, score_pushes
+
+    critic = _push_critic(job.push_model)
+    grid = push_grid(cloud, is_obj, PUSH_CONTACTS, rng)
+    if job.method == "push_centre_point":
+        # The contact at the seen object's centroid; the module picks the displacement.
+        grid[:, :3] = cloud[is_obj].mean(axis=0) if is_obj.any() else cloud.mean(axis=0)
+    values = score_pushes(critic, cloud, is_obj, grid)
+    best = grid[int(np.argmax(values))].copy()
+    if job.method == "push_random_direction":
+        # The module's contact; the displacement drawn uniformly.
+        best[3] = rng.uniform(-np.pi, np.pi)
+        best[4] = DISTANCES[int(rng.integers(len(DISTANCES)))]
+    return best, float(values.max())
+
+
 def rollout(job: Job) -> dict[str, Any]:
     """One method on one seeded scene; a crash is a failed rollout with its message."""
+    from afford_data.preafford import do_push
     from afford_perception.preafford.grasp_module import cloud_proposals, score_grasps
     from afford_sim.preafford.objects import TRAIN_CATEGORIES
     from afford_sim.preafford.scenes import sample_scene
@@ -156,6 +246,13 @@ def rollout(job: Job) -> dict[str, Any]:
         world = PreGraspWorld(sample_scene(job.scene, job.category, job.seed))
         rng = np.random.default_rng([job.seed, 3])
         pushes: list[dict[str, Any]] = []
+
+        def look() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
+            cloud, is_obj = world.observe(rng=rng)
+            tcp, rot = cloud_proposals(cloud, is_obj, job.proposals, rng, rim=job.rim)
+            scores = score_grasps(_critic(job.model), cloud, is_obj, tcp, rot)
+            return cloud, is_obj, tcp, rot, scores, float(np.sort(scores)[-TOP_FOR_C2:].mean())
+
         if job.method == "scripted_push_critic":
             # The feature the object is nearest to (in the multi scene, one of four).
             centre = world.object_pose()[:2, 3]
@@ -172,10 +269,20 @@ def rollout(job: Job) -> dict[str, Any]:
                     "blocked": r.blocked,
                 }
             )
-        cloud, is_obj = world.observe(rng=rng)
-        tcp, rot = cloud_proposals(cloud, is_obj, job.proposals, rng, rim=job.rim)
-        scores = score_grasps(_critic(job.model), cloud, is_obj, tcp, rot)
-        c2 = float(np.sort(scores)[-TOP_FOR_C2:].mean())
+        cloud, is_obj, tcp, rot, scores, c2 = look()
+        c2_start = c2
+        if job.method in PUSH_METHODS:
+            budget = MAX_PUSHES if job.method == "preafford" else 1
+            # The necessity check: push only while the estimated grasp success is under theta_g.
+            while len(pushes) < budget and c2 < THETA_G and not (pushes and pushes[-1]["fell"]):
+                push, value = _choose_push(job, cloud, is_obj, rng)
+                if job.method == "preafford" and pushes and value <= 0.0:
+                    break  # the module expects no push to help any more
+                r = do_push(world, push)
+                pushes.append(_push_record(push, r, value=round(value, 4), c2_before=round(c2, 4)))
+                if r.fell:
+                    break
+                cloud, is_obj, tcp, rot, scores, c2 = look()
         if job.method == "direct_ceiling":
             state = world.snapshot()
             tried = []
@@ -185,13 +292,15 @@ def rollout(job: Job) -> dict[str, Any]:
             success, chosen = any(tried), int(np.argmax(tried))
         else:
             chosen = int(rng.integers(len(tcp))) if job.method == "direct_random" else int(np.argmax(scores))
-            fell = bool(pushes and pushes[-1]["fell"])
+            fell = bool(pushes and pushes[-1]["fell"]) or world.fallen()
             result = None if fell else world.grasp(tcp[chosen], rot[chosen])
             success = bool(result and result.success)
         record.update(
             success=bool(success),
             pushes=pushes,
-            c2=round(c2, 4),
+            c2=round(c2_start, 4),
+            c2_final=round(c2, 4),
+            pushed=bool(pushes),
             chosen_score=round(float(scores[chosen]), 4),
             error=None,
         )

@@ -12,26 +12,38 @@ import torch
 from afford_eval import preafford_table2 as t2
 from afford_eval.runs import sha256_file
 from afford_perception.preafford.grasp_module import GraspCritic, GraspModuleConfig, save
+from afford_perception.preafford.push_module import PushCritic
+from afford_perception.preafford.push_module import save as save_push
+
+SMALL = GraspModuleConfig(points=256, sa1_centers=64, sa1_neighbors=8, sa2_centers=16, sa2_neighbors=8)
 
 
 @pytest.fixture(scope="module")
 def critic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch.manual_seed(0)
-    small = GraspModuleConfig(points=256, sa1_centers=64, sa1_neighbors=8, sa2_centers=16, sa2_neighbors=8)
-    return save(GraspCritic(small), tmp_path_factory.mktemp("m") / "critic.pt", {"note": "untrained"})
+    return save(GraspCritic(SMALL), tmp_path_factory.mktemp("m") / "critic.pt", {"note": "untrained"})
 
 
-def test_a_run_holds_every_method_and_resumes(critic: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def push_critic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(1)
+    return save_push(PushCritic(SMALL), tmp_path_factory.mktemp("p") / "push.pt", {"note": "untrained"})
+
+
+def test_a_run_holds_every_method_and_resumes(critic: Path, push_critic: Path, tmp_path: Path) -> None:
     config = t2.Table2Config(
         model=str(critic),
         model_sha256=sha256_file(critic),
+        push_model=str(push_critic),
+        push_model_sha256=sha256_file(push_critic),
         rollouts=1,
         scenes=("edge",),
         categories=("tablet", "phone"),
         proposals=6,
     )
     done = t2.run(tmp_path / "r", config)
-    assert done.ran == 8 and done.kept == 0
+    n = 2 * len(t2.METHODS)
+    assert done.ran == n and done.kept == 0
     records = t2.load_records(tmp_path / "r")
     assert {(r["category"], r["method"]) for r in records} == {
         (c, m) for c in ("tablet", "phone") for m in t2.METHODS
@@ -44,11 +56,21 @@ def test_a_run_holds_every_method_and_resumes(critic: Path, tmp_path: Path) -> N
         assert by[(c, "direct_ceiling")]["success"] >= by[(c, "direct_random")]["success"]
         assert by[(c, "scripted_push_critic")]["pushes"][0]["feature"] == "edge"
         assert 0.0 <= by[(c, "direct_critic")]["c2"] <= 1.0
+        for m in t2.PUSH_METHODS:
+            r = by[(c, m)]
+            # The necessity check: it pushed exactly when c_2 was under theta_g at the start.
+            assert r["pushed"] == (r["c2"] < t2.THETA_G), r
+            assert len(r["pushes"]) <= (t2.MAX_PUSHES if m == "preafford" else 1)
+        assert all(
+            p["distance"] in (0.06, 0.12, 0.2) or m == "push_random_direction"
+            for m in t2.PUSH_METHODS
+            for p in by[(c, m)]["pushes"]
+        )
     assert {r["split"] for r in records} == {"train", "test"}
     report = (tmp_path / "r" / "report.md").read_text()
     assert "| seed: Ours | 81.4 |" in report and "| direct_ceiling |" in report
     again = t2.run(tmp_path / "r", config)
-    assert again.ran == 0 and again.kept == 8
+    assert again.ran == 0 and again.kept == n
     other = t2.Table2Config(
         **{
             **config.as_dict(),
@@ -61,3 +83,10 @@ def test_a_run_holds_every_method_and_resumes(critic: Path, tmp_path: Path) -> N
     with pytest.raises(ValueError, match="holds another run"):
         t2.run(tmp_path / "r", other)
     assert json.loads((tmp_path / "r" / "config.json").read_text())["rollouts"] == 1
+
+
+def test_a_pushing_method_without_a_push_model_is_refused_before_it_runs(critic: Path) -> None:
+    with pytest.raises(ValueError, match="needs the pre-grasping module"):
+        t2.Table2Config(model=str(critic), model_sha256="x", methods=("direct_critic", "preafford"))
+    with pytest.raises(ValueError, match="unknown methods"):
+        t2.Table2Config(model=str(critic), model_sha256="x", methods=("magic",))

@@ -26,7 +26,22 @@ from torch import nn
 from afford_perception.affordance.model import SetAbstraction, interpolate, nearest, shared_mlp
 
 SCALE = 0.4  # m: the observed cloud's radius round the object
-FORMAT = 1
+FORMAT = 2
+# Where the hand would be, in its frame (x, closing y, approach z; metres): the TCP, the two pads
+# at the 8 cm opening, the palm's centre and its two ends (the palm is 20 cm along y, 8.5 cm
+# behind the TCP). The critic reads the scene there: whether the table or the feature is where
+# the lower finger or the palm would go decides a grasp more than the geometry at the TCP.
+HAND_POINTS = np.array(
+    [
+        [0.0, 0.0, 0.0],
+        [0.0, 0.04, 0.0],
+        [0.0, -0.04, 0.0],
+        [0.0, 0.0, -0.085],
+        [0.0, 0.09, -0.085],
+        [0.0, -0.09, -0.085],
+    ],
+    dtype=np.float32,
+)
 
 
 @dataclass(frozen=True)
@@ -63,21 +78,17 @@ def grasp_code(tcp: np.ndarray, rot: np.ndarray, centre: np.ndarray) -> np.ndarr
     )
 
 
-class GraspCritic(nn.Module):
-    """C_2: per-point scene features, then for each grasp the feature where its TCP is, the
-    scene's global feature and codes of the TCP and the axes, through an MLP to a logit."""
+class SceneNet(nn.Module):
+    """The modules' shared encoder shape (the seed's PointNet++ with a segmentation head): each
+    module has its own weights, as each of the seed's networks extracts its own features."""
 
-    def __init__(self, config: GraspModuleConfig | None = None) -> None:
+    def __init__(self, config: GraspModuleConfig) -> None:
         super().__init__()
-        c = self.config = config or GraspModuleConfig()
+        c = self.config = config
         self.sa1 = SetAbstraction(c.sa1_centers, c.sa1_radius, c.sa1_neighbors, 1, c.sa1_mlp)
         self.sa2 = SetAbstraction(c.sa2_centers, c.sa2_radius, c.sa2_neighbors, c.sa1_mlp[-1], c.sa2_mlp)
         self.fp2 = shared_mlp(2 * c.sa2_mlp[-1] + c.sa1_mlp[-1], (128, c.point_dim))
         self.fp1 = shared_mlp(c.point_dim + 4, (c.point_dim, c.point_dim))
-        self.tcp_code = shared_mlp(3, (c.code_dim, c.code_dim))
-        self.axes_code = shared_mlp(6, (c.code_dim, c.code_dim))
-        self.mlp = shared_mlp(c.point_dim + c.sa2_mlp[-1] + 2 * c.code_dim, c.head)
-        self.out = nn.Linear(c.head[-1], 1)
 
     def encode(
         self, xyz: torch.Tensor, mask: torch.Tensor
@@ -92,16 +103,49 @@ class GraspCritic(nn.Module):
         up0 = self.fp1(torch.cat([interpolate(xyz, xyz1, up1), xyz, feat0], -1))
         return xyz, up0, glob
 
+    def at(
+        self, encoded: tuple[torch.Tensor, torch.Tensor, torch.Tensor], where: torch.Tensor
+    ) -> torch.Tensor:
+        """The per-point feature of the cloud point nearest each of ``where`` (B, G, 3)."""
+        xyz, feats, _ = encoded
+        _, idx = nearest(where, xyz, 1)
+        return torch.gather(feats, 1, idx.expand(-1, -1, feats.shape[-1]))
+
+
+class GraspCritic(SceneNet):
+    """C_2: per-point scene features, then for each grasp the feature where its TCP is, the
+    scene's global feature and codes of the TCP and the axes, through an MLP to a logit."""
+
+    def __init__(self, config: GraspModuleConfig | None = None) -> None:
+        c = config or GraspModuleConfig()
+        super().__init__(c)
+        self.tcp_code = shared_mlp(3, (c.code_dim, c.code_dim))
+        self.axes_code = shared_mlp(6, (c.code_dim, c.code_dim))
+        n = len(HAND_POINTS)
+        # Per hand point: the scene feature there and the offset to the nearest seen point.
+        self.hand_code = shared_mlp(n * (c.point_dim + 3), (2 * c.point_dim, c.point_dim))
+        self.mlp = shared_mlp(c.point_dim + c.sa2_mlp[-1] + 2 * c.code_dim, c.head)
+        self.out = nn.Linear(c.head[-1], 1)
+        self.register_buffer("hand_points", torch.from_numpy(HAND_POINTS / SCALE))
+
     def score(
         self, encoded: tuple[torch.Tensor, torch.Tensor, torch.Tensor], codes: torch.Tensor
     ) -> torch.Tensor:
         """Logits (B, G) of grasps ``codes`` (B, G, 9) in the encoded scenes."""
-        xyz, feats, glob = encoded
-        tcp = codes[..., :3]
-        _, idx = nearest(tcp, xyz, 1)
-        at = torch.gather(feats, 1, idx.expand(-1, -1, feats.shape[-1]))
-        g = glob.unsqueeze(1).expand(-1, codes.shape[1], -1)
-        h = self.mlp(torch.cat([at, g, self.tcp_code(tcp), self.axes_code(codes[..., 3:])], -1))
+        xyz = encoded[0]
+        tcp, approach, closing = codes[..., :3], codes[..., 3:6], codes[..., 6:9]
+        side = torch.cross(closing, approach, dim=-1)
+        frame = torch.stack([side, closing, approach], dim=-1)  # (B, G, 3, 3): columns x, y, z
+        pts = tcp.unsqueeze(-2) + torch.einsum("bgij,hj->bghi", frame, self.hand_points)  # (B, G, H, 3)
+        b, g_, h_, _ = pts.shape
+        flat = pts.reshape(b, g_ * h_, 3)
+        _, idx = nearest(flat, xyz, 1)
+        offset = torch.gather(xyz, 1, idx.expand(-1, -1, 3)) - flat
+        local = torch.cat([self.at(encoded, flat), offset], -1).reshape(b, g_, -1)
+        glob = encoded[2].unsqueeze(1).expand(-1, codes.shape[1], -1)
+        h = self.mlp(
+            torch.cat([self.hand_code(local), glob, self.tcp_code(tcp), self.axes_code(codes[..., 3:])], -1)
+        )
         return self.out(h).squeeze(-1)
 
 
