@@ -161,7 +161,8 @@ def _cmd_preafford_collect(args: argparse.Namespace) -> int:
     from afford_data.preafford import CollectConfig, Episode, collect, summary
 
     config = CollectConfig(module=args.module, episodes=args.episodes, scenes=tuple(args.scenes),
-                           categories=tuple(args.categories), first_seed=args.first_seed)
+                           categories=tuple(args.categories), first_seed=args.first_seed,
+                           second_state=args.second_state)
 
     def progress(done: int, total: int, ep: Episode) -> None:
         print(f"[{done}/{total}] {ep.scene} {ep.category} seed {ep.seed}", flush=True)
@@ -826,6 +827,9 @@ def build_parser() -> argparse.ArgumentParser:
     col.add_argument("--scenes", nargs="+", default=list(TRAIN_SCENES), choices=list(SCENES))
     col.add_argument("--categories", nargs="+", default=list(TRAIN_CATEGORIES), choices=sorted(GENERATORS))
     col.add_argument("--first-seed", type=int, default=0)
+    col.add_argument("--second-state", choices=["sampled", "feature"], default="sampled",
+                     help="grasp episodes: the second state after a sampled push, or after a scripted "
+                     "push towards a feature (graspable states, as the seed places objects on ledges)")
     col.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="episodes in parallel")
     col.add_argument("--executor", choices=["local", "ray"], default="local")
     col.add_argument("--ray-address", default=None, help="a running Ray cluster, e.g. ray://head:10001")

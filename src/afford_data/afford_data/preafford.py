@@ -66,6 +66,11 @@ class CollectConfig:
         points: Points per observed cloud.
         score_tries: Push episodes: grasp tries measuring the grasp score before and after each
             push (:func:`measured_grasp_score`); 0 leaves it to the grasping module.
+        second_state: Grasp episodes: where the second state comes from -- ``sampled``, a push
+            drawn as push episodes draw them, or ``feature``, the object pushed towards a
+            feature by a scripted push knowing where it is (0.4-1.6 times its default reach),
+            as the seed places objects "on environmental features like tables or ledges" so
+            that its grasp data holds graspable states.
     """
 
     module: str
@@ -79,6 +84,7 @@ class CollectConfig:
     feature_bias: float = 0.3
     points: int = 2048
     score_tries: int = 24
+    second_state: str = "sampled"
 
     def __post_init__(self) -> None:
         from afford_sim.preafford.objects import GENERATORS
@@ -95,6 +101,8 @@ class CollectConfig:
             raise ValueError(f"unknown scenes or categories: {unknown}")
         if not 0.0 <= self.rim <= 1.0 or not 0.0 <= self.feature_bias <= 1.0:
             raise ValueError("rim and feature_bias are fractions in [0, 1]")
+        if self.second_state not in ("sampled", "feature"):
+            raise ValueError(f"second_state must be 'sampled' or 'feature', got {self.second_state!r}")
         if min(self.grasps, self.pushes, self.points) < 1:
             raise ValueError("grasps, pushes and points must be >= 1")
 
@@ -184,7 +192,13 @@ def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
     if cfg.module == "grasp":
         clouds, masks, rows, results, state_of = [cloud], [is_obj], [], [], []
         start = world.snapshot()
-        pushed = do_push(world, sample_push(world, cloud, is_obj, rng, cfg.feature_bias))
+        if cfg.second_state == "feature":
+            from afford_sim.preafford.scripted import push_towards
+
+            feature = world.scene.features[int(rng.integers(len(world.scene.features)))]
+            pushed = push_towards(world, feature, scale=float(rng.uniform(0.4, 1.6)))
+        else:
+            pushed = do_push(world, sample_push(world, cloud, is_obj, rng, cfg.feature_bias))
         states = [start] + ([] if pushed.fell else [world.snapshot()])
         if len(states) > 1:
             world.restore(states[1])
@@ -224,7 +238,7 @@ def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
         scores.append(0.0 if r.fell else measured_grasp_score(world, c1, m1, cfg.score_tries, rng))
     out = np.array(outcomes, dtype=float)
     return {
-        "score_before": np.float32(score_before),
+        "score_before": np.array(score_before, dtype=np.float32),
         "score_after": np.array(scores, dtype=np.float32),
         "cloud": cloud,
         "object_mask": is_obj,

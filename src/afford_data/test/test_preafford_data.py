@@ -12,8 +12,15 @@ from afford_data.preafford import CollectConfig, collect, collect_episode, episo
 
 
 def _small(module: str, **kw: object) -> CollectConfig:
-    base: dict[str, object] = {"episodes": 1, "scenes": ("edge", "slot"), "categories": ("phone",),
-                               "grasps": 6, "pushes": 2, "points": 256, "score_tries": 4}
+    base: dict[str, object] = {
+        "episodes": 1,
+        "scenes": ("edge", "slot"),
+        "categories": ("phone",),
+        "grasps": 6,
+        "pushes": 2,
+        "points": 256,
+        "score_tries": 4,
+    }
     base.update(kw)
     return CollectConfig(module, **base)  # type: ignore[arg-type]
 
@@ -25,6 +32,27 @@ def test_config_is_checked() -> None:
         CollectConfig("grasp", episodes=1, categories=("mug",))
     with pytest.raises(ValueError, match="episodes must be >= 1"):
         CollectConfig("grasp", episodes=0)
+    with pytest.raises(ValueError, match="second_state must be"):
+        CollectConfig("grasp", episodes=1, second_state="teleported")
+
+
+def test_feature_pushed_second_states_are_more_often_graspable(tmp_path: Path) -> None:
+    """The seed places objects on ledges for its grasp data; ours pushes them there: on the edge,
+    the second state then offers lifting grasps where a sampled push's rarely does."""
+    base = {
+        "episodes": 2,
+        "scenes": ("edge",),
+        "categories": ("tablet", "keyboard"),
+        "grasps": 16,
+        "rim": 1.0,
+        "points": 256,
+    }
+    wins = {}
+    for how in ("sampled", "feature"):
+        collect(tmp_path / how, CollectConfig("grasp", second_state=how, **base))  # type: ignore[arg-type]
+        _, eps = load(tmp_path / how)
+        wins[how] = sum(int(a["success"][a["state"] == 1].sum()) for _, a in eps)
+    assert wins["feature"] > wins["sampled"], wins
 
 
 def test_grasp_episodes_hold_two_states_and_their_tries(tmp_path: Path) -> None:

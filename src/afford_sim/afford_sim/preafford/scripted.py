@@ -23,10 +23,13 @@ def _yaw(world: PreGraspWorld) -> float:
     return float(np.arctan2(r[1, 0], r[0, 0]))
 
 
-def push_towards(world: PreGraspWorld, feature: Feature, extra: float | None = None) -> PushResult:
+def push_towards(
+    world: PreGraspWorld, feature: Feature, extra: float | None = None, scale: float = 1.0
+) -> PushResult:
     """Push the object straight at ``feature`` from its far side, through its centre: by the gap
     plus ``extra`` (default per feature: leave :data:`OVERHANG` over an edge, press on a wall,
-    run half the object onto a slope, carry the centre 5 cm past a slot's near side)."""
+    run half the object onto a slope, carry the centre 5 cm past a slot's near side), times
+    ``scale``."""
     d = np.asarray(feature.direction, dtype=float)
     centre = world.object_pose()[:2, 3]
     scene = world.scene
@@ -37,6 +40,7 @@ def push_towards(world: PreGraspWorld, feature: Feature, extra: float | None = N
     gap = feature.offset - (centre @ d + ahead)
     if extra is None:
         extra = {"edge": OVERHANG, "wall": 0.01, "slope": ahead, "slot": ahead + 0.05}[feature.kind]
+        extra *= scale
     return world.push(centre - behind * d, float(np.arctan2(d[1], d[0])), gap + extra)
 
 
