@@ -54,7 +54,7 @@ def test_pushes_are_a_grid_on_the_seen_object_and_scores_are_bounded(tmp_path: P
     assert v.shape == (len(grid),) and np.all(np.abs(v) < 1.0)
     back, meta = load(save(model, tmp_path / "p.pt", {"n": 1}))
     assert meta == {"n": 1} and np.allclose(score_pushes(back, cloud, mask, grid), v)
-    torch.save({"format": 1, "kind": "grasp"}, tmp_path / "g.pt")
+    torch.save({"format": 2, "kind": "grasp"}, tmp_path / "g.pt")
     with pytest.raises(ValueError, match="not a push module checkpoint"):
         load(tmp_path / "g.pt")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -112,6 +112,9 @@ class SceneNet(nn.Module):
         return torch.gather(feats, 1, idx.expand(-1, -1, feats.shape[-1]))
 
 
+M = TypeVar("M", bound="SceneNet")
+
+
 class GraspCritic(SceneNet):
     """C_2: per-point scene features, then for each grasp the feature where its TCP is, the
     scene's global feature and codes of the TCP and the axes, through an MLP to a logit."""
@@ -149,24 +152,42 @@ class GraspCritic(SceneNet):
         return self.out(h).squeeze(-1)
 
 
-def save(model: GraspCritic, path: str | Path, meta: dict[str, Any]) -> Path:
+def save_module(model: SceneNet, kind: str, path: str | Path, meta: dict[str, Any]) -> Path:
+    """Write a module's checkpoint: its kind (``grasp``, ``push``), sizes, weights and ``meta``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(
-        {"format": FORMAT, "config": asdict(model.config), "state": model.state_dict(), "meta": meta}, path
-    )
+    payload = {
+        "format": FORMAT,
+        "kind": kind,
+        "config": asdict(model.config),
+        "state": model.state_dict(),
+        "meta": meta,
+    }
+    torch.save(payload, path)
     return path
 
 
-def load(path: str | Path) -> tuple[GraspCritic, dict[str, Any]]:
+def load_module(path: str | Path, kind: str, cls: type[M]) -> tuple[M, dict[str, Any]]:
+    """Read a checkpoint of ``kind`` into a ``cls``; another kind or format is refused."""
     payload = torch.load(Path(path), map_location="cpu", weights_only=False)
-    if payload.get("format") != FORMAT:
-        raise ValueError(f"{path}: grasp module format {payload.get('format')}, expected {FORMAT}")
+    if payload.get("format") != FORMAT or payload.get("kind") != kind:
+        raise ValueError(
+            f"{path} is not a {kind} module checkpoint of format {FORMAT} "
+            f"(kind {payload.get('kind')!r}, format {payload.get('format')!r})"
+        )
     cfg: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in payload["config"].items()}
-    model = GraspCritic(GraspModuleConfig(**cfg))
+    model = cls(GraspModuleConfig(**cfg))
     model.load_state_dict(payload["state"])
     model.eval()
     return model, payload["meta"]
+
+
+def save(model: GraspCritic, path: str | Path, meta: dict[str, Any]) -> Path:
+    return save_module(model, "grasp", path, meta)
+
+
+def load(path: str | Path) -> tuple[GraspCritic, dict[str, Any]]:
+    return load_module(path, "grasp", GraspCritic)
 
 
 @torch.no_grad()

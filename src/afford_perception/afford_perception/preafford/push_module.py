@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,8 @@ from torch import nn
 
 from afford_perception.affordance.model import shared_mlp
 
-from .grasp_module import SCALE, GraspModuleConfig, SceneNet, normalise
+from .grasp_module import SCALE, GraspModuleConfig, SceneNet, load_module, normalise, save_module
 
-FORMAT = 1
 TRAVEL_SCALE = 0.3  # a (m): a 30 cm push keeps a third of its gain
 TURN_SCALE_DEG = 90.0  # b: a push that turns the object by 90 deg keeps a third
 DIRECTIONS = 12
@@ -99,30 +98,11 @@ def score_pushes(
 
 
 def save(model: PushCritic, path: str | Path, meta: dict[str, Any]) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(
-        {
-            "format": FORMAT,
-            "kind": "push",
-            "config": asdict(model.config),
-            "state": model.state_dict(),
-            "meta": meta,
-        },
-        path,
-    )
-    return path
+    return save_module(model, "push", path, meta)
 
 
 def load(path: str | Path) -> tuple[PushCritic, dict[str, Any]]:
-    payload = torch.load(Path(path), map_location="cpu", weights_only=False)
-    if payload.get("format") != FORMAT or payload.get("kind") != "push":
-        raise ValueError(f"{path} is not a push module checkpoint of format {FORMAT}")
-    cfg: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in payload["config"].items()}
-    model = PushCritic(GraspModuleConfig(**cfg))
-    model.load_state_dict(payload["state"])
-    model.eval()
-    return model, payload["meta"]
+    return load_module(path, "push", PushCritic)
 
 
 @dataclass
