@@ -27,7 +27,8 @@ from afford_perception.affordance.model import SetAbstraction, interpolate, near
 
 SCALE = 0.4  # m: the observed cloud's radius round the object
 FORMAT = 2
-# Where the hand would be, in its frame (x, closing y, approach z; metres): the TCP, the two pads
+# Where the hand would be, in its frame (x, closing y, approach z; metres; the gripper of
+# afford_sim.preafford.world, which perception does not import): the TCP, the two pads
 # at the 8 cm opening, the palm's centre and its two ends (the palm is 20 cm along y, 8.5 cm
 # behind the TCP). The critic reads the scene there: whether the table or the feature is where
 # the lower finger or the palm would go decides a grasp more than the geometry at the TCP.
