@@ -101,3 +101,20 @@ def test_a_collection_without_a_success_is_refused(tmp_path: Path) -> None:
     assert not any(s.success.any() for s in load_states(tmp_path / "t"))
     with pytest.raises(ValueError, match="no successful grasp"):
         train(tmp_path / "t", tmp_path / "t", tmp_path / "m.pt", TrainConfig(epochs=1), SMALL)
+
+
+def test_the_shipped_critics_load_and_say_how_they_were_made() -> None:
+    from afford_perception.preafford import push_module
+
+    weights = Path(__file__).resolve().parents[1] / "afford_perception" / "preafford" / "weights"
+    grasp, gmeta = load(weights / "grasp_critic.pt")
+    push, pmeta = push_module.load(weights / "push_critic.pt")
+    assert isinstance(grasp, GraspCritic) and isinstance(push, push_module.PushCritic)
+    for meta in (gmeta, pmeta):
+        assert any("afford preafford train-" in c for c in meta["commands"]) and "best" in meta
+    rng = np.random.default_rng(0)
+    cloud, mask = _cloud(rng)
+    tcp, rot = cloud_proposals(cloud, mask, 8, rng, rim=0.5)
+    assert np.all(
+        (score_grasps(grasp, cloud, mask, tcp, rot) >= 0) & (score_grasps(grasp, cloud, mask, tcp, rot) <= 1)
+    )
