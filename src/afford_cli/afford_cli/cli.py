@@ -839,7 +839,7 @@ def build_parser() -> argparse.ArgumentParser:
     col.set_defaults(func=_cmd_preafford_collect)
     ptg = pasub.add_parser("train-grasp", help="train the grasping module's critic on a grasp collection, "
                            "keeping the best checkpoint on a validation collection")
-    ptg.add_argument("--data", required=True, help="training collection (collect --module grasp)")
+    ptg.add_argument("--data", required=True, nargs="+", help="training collections (collect --module grasp)")
     ptg.add_argument("--val", required=True, help="validation collection (other categories)")
     ptg.add_argument("--out", required=True, help="checkpoint file to write")
     ptg.add_argument("--epochs", type=int, default=20)

@@ -76,7 +76,7 @@ def test_training_runs_on_a_collection_and_keeps_its_best(tmp_path: Path) -> Non
     assert len(states) == 4 and all(len(s.success) == 12 for s in states)
     assert sum(int(s.success.sum()) for s in states) == 3
     result = train(
-        tmp_path / "train",
+        [tmp_path / "train", tmp_path / "val"],  # several collections train together
         tmp_path / "val",
         tmp_path / "m.pt",
         TrainConfig(epochs=2, batch=2),
@@ -85,7 +85,10 @@ def test_training_runs_on_a_collection_and_keeps_its_best(tmp_path: Path) -> Non
     )
     assert len(result["history"]) == 2 and (tmp_path / "m.pt").exists()
     model, meta = load(tmp_path / "m.pt")
-    assert meta["best"]["epoch"] in (0, 1)
+    assert meta["best"]["epoch"] in (0, 1) and meta["train"] == [
+        str(tmp_path / "train"),
+        str(tmp_path / "val"),
+    ]
     report = measure(model, load_states(tmp_path / "val"))
     assert report["all"]["states"] == len(load_states(tmp_path / "val"))
     assert 0.0 <= report["all"]["chance"] <= report["all"]["ceiling"] <= 1.0

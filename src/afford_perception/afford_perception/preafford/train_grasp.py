@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -161,18 +161,21 @@ class TrainConfig:
 
 
 def train(
-    train_dir: str | Path,
+    train_dir: str | Path | Sequence[str | Path],
     val_dir: str | Path,
     out: str | Path,
     config: TrainConfig | None = None,
     model_config: GraspModuleConfig | None = None,
     say: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Train the critic; keep the checkpoint with the best validation average precision."""
+    """Train the critic on one collection or several; keep the checkpoint with the best
+    validation average precision."""
     cfg = config or TrainConfig()
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    train_states, val_states = load_states(train_dir), load_states(val_dir)
+    dirs = [train_dir] if isinstance(train_dir, (str, Path)) else list(train_dir)
+    train_states = [s for d in dirs for s in load_states(d)]
+    val_states = load_states(val_dir)
     pos = sum(int(s.success.sum()) for s in train_states)
     total = sum(len(s.success) for s in train_states)
     if pos == 0:
@@ -221,7 +224,7 @@ def train(
                 model,
                 out,
                 {
-                    "train": str(train_dir),
+                    "train": [str(d) for d in dirs],
                     "val": str(val_dir),
                     "best": best,
                     "train_config": cfg.__dict__,
