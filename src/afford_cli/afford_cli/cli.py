@@ -162,7 +162,7 @@ def _cmd_preafford_collect(args: argparse.Namespace) -> int:
 
     config = CollectConfig(module=args.module, episodes=args.episodes, scenes=tuple(args.scenes),
                            categories=tuple(args.categories), first_seed=args.first_seed,
-                           second_state=args.second_state)
+                           second_state=args.second_state, proposer=args.proposer)
 
     def progress(done: int, total: int, ep: Episode) -> None:
         print(f"[{done}/{total}] {ep.scene} {ep.category} seed {ep.seed}", flush=True)
@@ -830,6 +830,9 @@ def build_parser() -> argparse.ArgumentParser:
     col.add_argument("--second-state", choices=["sampled", "feature"], default="sampled",
                      help="grasp episodes: the second state after a sampled push, or after a scripted "
                      "push towards a feature (graspable states, as the seed places objects on ledges)")
+    col.add_argument("--proposer", choices=["privileged", "cloud"], default="privileged",
+                     help="grasp episodes: tries drawn on the exact surface with the simulator's pose, or on "
+                     "the observed cloud as the methods draw them")
     col.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="episodes in parallel")
     col.add_argument("--executor", choices=["local", "ray"], default="local")
     col.add_argument("--ray-address", default=None, help="a running Ray cluster, e.g. ray://head:10001")

@@ -71,6 +71,10 @@ class CollectConfig:
             feature by a scripted push knowing where it is (0.4-1.6 times its default reach),
             as the seed places objects "on environmental features like tables or ledges" so
             that its grasp data holds graspable states.
+        proposer: Grasp episodes: the tries' sampler -- ``privileged`` (the seed's on the object's
+            exact surface, rim pinches from the simulator's pose) or ``cloud`` (the seed's and
+            outline pinches drawn on the observed cloud: what the methods choose among at test
+            time, so the critic learns to rank exactly those).
     """
 
     module: str
@@ -85,6 +89,7 @@ class CollectConfig:
     points: int = 2048
     score_tries: int = 24
     second_state: str = "sampled"
+    proposer: str = "privileged"
 
     def __post_init__(self) -> None:
         from afford_sim.preafford.objects import GENERATORS
@@ -101,6 +106,8 @@ class CollectConfig:
             raise ValueError(f"unknown scenes or categories: {unknown}")
         if not 0.0 <= self.rim <= 1.0 or not 0.0 <= self.feature_bias <= 1.0:
             raise ValueError("rim and feature_bias are fractions in [0, 1]")
+        if self.proposer not in ("privileged", "cloud"):
+            raise ValueError(f"proposer must be 'privileged' or 'cloud', got {self.proposer!r}")
         if self.second_state not in ("sampled", "feature"):
             raise ValueError(f"second_state must be 'sampled' or 'feature', got {self.second_state!r}")
         if min(self.grasps, self.pushes, self.points) < 1:
@@ -207,16 +214,27 @@ def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
             masks.append(m1)
         for i, state in enumerate(states):
             world.restore(state)
-            grasps = sample_grasps(world, cfg.grasps, rng, rim=cfg.rim)
+            if cfg.proposer == "cloud":
+                # What the method will choose among at test time: drawn on this state's cloud.
+                from afford_perception.preafford.grasp_module import cloud_proposals
+                from afford_sim.preafford.grasps import Grasp
+
+                try:
+                    tcps, rots = cloud_proposals(clouds[i], masks[i], cfg.grasps, rng, rim=cfg.rim)
+                except ValueError:  # the object is barely seen from here: no tries in this state
+                    continue
+                grasps = [Grasp(t, r) for t, r in zip(tcps, rots, strict=True)]
+            else:
+                grasps = sample_grasps(world, cfg.grasps, rng, rim=cfg.rim)
             for g, r in zip(grasps, try_grasps(world, grasps), strict=True):
                 rows.append(np.r_[g.tcp, g.rot.ravel()])
                 results.append((r.success, r.blocked, r.rise, r.turn_deg))
                 state_of.append(i)
-        res = np.array(results, dtype=float)
+        res = np.array(results, dtype=float).reshape(-1, 4)
         return {
             "clouds": np.stack(clouds).astype(np.float32),
             "object_mask": np.stack(masks),
-            "grasps": np.array(rows, dtype=np.float32),
+            "grasps": np.array(rows, dtype=np.float32).reshape(-1, 12),
             "state": np.array(state_of, dtype=np.int16),
             "success": res[:, 0].astype(bool),
             "blocked": res[:, 1].astype(bool),

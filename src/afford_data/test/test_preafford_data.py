@@ -34,6 +34,20 @@ def test_config_is_checked() -> None:
         CollectConfig("grasp", episodes=0)
     with pytest.raises(ValueError, match="second_state must be"):
         CollectConfig("grasp", episodes=1, second_state="teleported")
+    with pytest.raises(ValueError, match="proposer must be"):
+        CollectConfig("grasp", episodes=1, proposer="oracle")
+
+
+def test_cloud_proposals_are_tried_where_the_methods_draw_them(tmp_path: Path) -> None:
+    config = _small("grasp", scenes=("edge",), proposer="cloud", second_state="feature", rim=0.5, points=1024)
+    collect(tmp_path / "c", config)
+    ((_, a),) = load(tmp_path / "c")[1]
+    for s in range(len(a["clouds"])):
+        tcp = a["grasps"][a["state"] == s][:, :3]
+        seen = a["clouds"][s][a["object_mask"][s]]
+        # Every TCP lies within the 3 cm depth (and 4 mm below the top) of a seen object point.
+        d = np.linalg.norm(tcp[:, None, :] - seen[None, :, :], axis=-1).min(axis=1)
+        assert np.all(d <= 0.031), d
 
 
 def test_feature_pushed_second_states_are_more_often_graspable(tmp_path: Path) -> None:

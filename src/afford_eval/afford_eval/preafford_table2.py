@@ -231,6 +231,11 @@ def _choose_push(
     return best, float(values.max())
 
 
+def record_crash(record: dict[str, Any], err: Exception) -> None:
+    """Record a crash: a failed rollout with its message (run again on resume)."""
+    record.update(success=False, pushes=[], c2=None, error=f"{type(err).__name__}: {err}")
+
+
 def rollout(job: Job) -> dict[str, Any]:
     """One method on one seeded scene; a crash is a failed rollout with its message."""
     from afford_data.preafford import do_push
@@ -304,8 +309,13 @@ def rollout(job: Job) -> dict[str, Any]:
             chosen_score=round(float(scores[chosen]), 4),
             error=None,
         )
+    except ValueError as err:
+        if "too few to propose on" not in str(err):
+            record_crash(record, err)
+        else:  # the object barely seen: the method abstains, a failure with its reason
+            record.update(success=False, pushes=[], c2=None, abstained=str(err), error=None)
     except Exception as err:  # noqa: BLE001 - a crash is a failed rollout, kept with its reason
-        record.update(success=False, pushes=[], c2=None, error=f"{type(err).__name__}: {err}")
+        record_crash(record, err)
     record["wall_s"] = round(time.perf_counter() - t0, 2)
     return record
 
@@ -424,9 +434,13 @@ def build_report(
         lines.append("")
     errors = [r for r in records if r.get("error")]
     falls = [r for r in records if any(p.get("fell") for p in r.get("pushes", []))]
+    abstained = [r for r in records if r.get("abstained")]
+    pushed = [r for r in records if r["method"] in PUSH_METHODS]
     lines += [
-        f"Rollouts: {len(records)}; crashed: {len(errors)}; object fell during the scripted push: "
-        f"{len(falls)}.",
+        f"Rollouts: {len(records)}; crashed: {len(errors)}; abstained (the object barely seen): "
+        f"{len(abstained)}; the object fell during a push: {len(falls)}; the pushing methods pushed "
+        f"in {sum(bool(r.get('pushed')) for r in pushed)} of {len(pushed)} rollouts (the necessity "
+        f"check let the rest grasp directly).",
         "",
         "Sessions: "
         + "; ".join(

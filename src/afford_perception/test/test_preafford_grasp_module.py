@@ -55,6 +55,15 @@ def test_scores_are_probabilities_and_a_checkpoint_reloads_the_same(tmp_path: Pa
     assert meta == {"note": 1} and np.allclose(score_grasps(back, cloud, mask, tcp, rot), p)
 
 
+def test_an_object_barely_seen_gets_no_proposals() -> None:
+    rng = np.random.default_rng(0)
+    cloud, mask = _cloud(rng)
+    mask[:] = False
+    mask[:2] = True
+    with pytest.raises(ValueError, match="seen by 2 points"):
+        cloud_proposals(cloud, mask, 4, rng, rim=0.5)
+
+
 def test_an_unknown_checkpoint_format_is_refused(tmp_path: Path) -> None:
     torch.save({"format": 99}, tmp_path / "x.pt")
     with pytest.raises(ValueError, match="format 99"):

@@ -204,6 +204,18 @@ def score_grasps(
     return torch.sigmoid(model.score(enc, codes))[0].numpy()
 
 
+MIN_SEEN = 3
+
+
+def seen_object(cloud: np.ndarray, is_obj: np.ndarray) -> np.ndarray:
+    """The object's points of the cloud; an object seen by fewer than :data:`MIN_SEEN` points
+    gets no proposals (a ValueError: nothing to grasp on is a refusal, not a guess on the table)."""
+    obj = cloud[is_obj]
+    if len(obj) < MIN_SEEN:
+        raise ValueError(f"the object is seen by {len(obj)} points: too few to propose on")
+    return obj
+
+
 def cloud_proposals(
     cloud: np.ndarray,
     is_obj: np.ndarray,
@@ -224,7 +236,7 @@ def cloud_proposals(
         t0, r0 = cloud_proposals(cloud, is_obj, n - n_rim, rng, max_depth)
         t1, r1 = rim_proposals(cloud, is_obj, n_rim, rng, max_depth)
         return np.concatenate([t0, t1]), np.concatenate([r0, r1])
-    obj = cloud[is_obj] if is_obj.sum() >= 8 else cloud
+    obj = seen_object(cloud, is_obj)
     centre = obj.mean(axis=0)
     idx = rng.integers(len(obj), size=n)
     _, nb = nearest(
@@ -262,7 +274,7 @@ def rim_proposals(
     object's principal plane (its least axis is the thickness), a direction in that plane, the
     outline point furthest along it, an approach against it (within 20 deg), fingers closing
     along the thickness axis (within 15 deg), the TCP 0-3 cm in and 4 mm below the seen top."""
-    obj = cloud[is_obj] if is_obj.sum() >= 8 else cloud
+    obj = seen_object(cloud, is_obj)
     centre = obj.mean(axis=0)
     axes = np.linalg.svd(obj - centre, full_matrices=False)[2]
     e1, e2, e3 = axes[0], axes[1], axes[2] * (1.0 if axes[2][2] >= 0 else -1.0)
