@@ -130,3 +130,25 @@ def test_the_shipped_critics_load_and_say_how_they_were_made() -> None:
     assert np.all(
         (score_grasps(grasp, cloud, mask, tcp, rot) >= 0) & (score_grasps(grasp, cloud, mask, tcp, rot) <= 1)
     )
+
+
+def test_a_state_without_tries_is_left_out(tmp_path: Path) -> None:
+    """A grasp episode's state where the object was barely seen has no tries: nothing to learn."""
+    import json
+
+    (tmp_path / "episodes" / "edge" / "phone").mkdir(parents=True)
+    (tmp_path / "config.json").write_text(json.dumps({"module": "grasp"}))
+    rng = np.random.default_rng(0)
+    cloud, mask = _cloud(rng)
+    tcp, rot = cloud_proposals(cloud, mask, 3, rng)
+    np.savez(
+        tmp_path / "episodes" / "edge" / "phone" / "00000.npz",
+        clouds=np.stack([cloud, cloud]).astype(np.float32),
+        object_mask=np.stack([mask, mask]),
+        grasps=np.c_[tcp, rot.reshape(3, 9)].astype(np.float32),
+        state=np.zeros(3, np.int16),
+        success=np.array([True, False, False]),
+        blocked=np.zeros(3, bool),
+    )
+    (state,) = load_states(tmp_path)
+    assert len(state.success) == 3 and state.success[0]

@@ -53,6 +53,8 @@ def load_states(root: str | Path) -> list[State]:
         with np.load(path) as f:
             for s in range(len(f["clouds"])):
                 sel = f["state"] == s
+                if not sel.any():
+                    continue  # no tries in this state (the object barely seen from the camera)
                 g = f["grasps"][sel]
                 out.append(
                     State(
