@@ -159,13 +159,6 @@ def sample_push(
     return np.array([*contact, (aim + np.pi) % (2 * np.pi) - np.pi, distance])
 
 
-def do_push(world: Any, push: np.ndarray) -> Any:
-    """Run a push vector on the world: fingertips 4 mm below the contact (at least 1.5 mm above
-    the table), so a contact on a slab's top face pushes its side."""
-    height = float(np.clip(push[2] - 0.004, 0.0015, 0.02))
-    return world.push(push[:2], float(push[3]), float(push[4]), height=height, max_back=0.4)
-
-
 def measured_grasp_score(
     world: Any, cloud: np.ndarray, is_obj: np.ndarray, tries: int, rng: np.random.Generator
 ) -> float:
@@ -205,7 +198,7 @@ def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
             feature = world.scene.features[int(rng.integers(len(world.scene.features)))]
             pushed = push_towards(world, feature, scale=float(rng.uniform(0.4, 1.6)))
         else:
-            pushed = do_push(world, sample_push(world, cloud, is_obj, rng, cfg.feature_bias))
+            pushed = world.push_vector(sample_push(world, cloud, is_obj, rng, cfg.feature_bias))
         states = [start] + ([] if pushed.fell else [world.snapshot()])
         if len(states) > 1:
             world.restore(states[1])
@@ -247,13 +240,13 @@ def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
     for _ in range(cfg.pushes):
         world.restore(start)
         push = sample_push(world, cloud, is_obj, rng, cfg.feature_bias)
-        r = do_push(world, push)
+        did = world.push_vector(push)
         c1, m1 = world.observe(cfg.points, rng)
         pushes.append(push)
-        outcomes.append((r.moved, r.turned_deg, r.fell, r.collided, r.blocked))
+        outcomes.append((did.moved, did.turned_deg, did.fell, did.collided, did.blocked))
         after.append(c1)
         after_masks.append(m1)
-        scores.append(0.0 if r.fell else measured_grasp_score(world, c1, m1, cfg.score_tries, rng))
+        scores.append(0.0 if did.fell else measured_grasp_score(world, c1, m1, cfg.score_tries, rng))
     out = np.array(outcomes, dtype=float)
     return {
         "score_before": np.array(score_before, dtype=np.float32),

@@ -238,7 +238,6 @@ def record_crash(record: dict[str, Any], err: Exception) -> None:
 
 def rollout(job: Job) -> dict[str, Any]:
     """One method on one seeded scene; a crash is a failed rollout with its message."""
-    from afford_data.preafford import do_push
     from afford_perception.preafford.grasp_module import cloud_proposals, score_grasps
     from afford_sim.preafford.objects import TRAIN_CATEGORIES
     from afford_sim.preafford.scenes import sample_scene
@@ -283,7 +282,7 @@ def rollout(job: Job) -> dict[str, Any]:
                 push, value = _choose_push(job, cloud, is_obj, rng)
                 if job.method == "preafford" and pushes and value <= 0.0:
                     break  # the module expects no push to help any more
-                r = do_push(world, push)
+                r = world.push_vector(push)
                 pushes.append(_push_record(push, r, value=round(value, 4), c2_before=round(c2, 4)))
                 if r.fell:
                     break

@@ -445,6 +445,13 @@ class PreGraspWorld:
         turn = rules.rotation_deg(rel0, rel1)
         return GraspResult(rules.grasp_succeeded(rise, turn), rise, turn)
 
+    def push_vector(self, push: np.ndarray) -> PushResult:
+        """A push as the modules write it, (contact x, y, z, direction, distance): the fingertips
+        4 mm below the contact (at least 1.5 mm above the table), so a contact on a slab's top
+        face pushes its side; the start steps back from the contact up to 40 cm along the push."""
+        height = float(np.clip(push[2] - 0.004, 0.0015, 0.02))
+        return self.push(push[:2], float(push[3]), float(push[4]), height=height, max_back=0.4)
+
     def push(
         self,
         contact_xy: np.ndarray,
