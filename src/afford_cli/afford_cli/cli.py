@@ -228,8 +228,13 @@ def _cmd_bench_preafford(args: argparse.Namespace) -> int:
     if args.report:
         print(t2.write_report(args.report).read_text())
         return 0
-    if args.out is None or args.model is None:
-        raise ValueError("--model CKPT and --out DIR are needed (or --report DIR to rebuild a report)")
+    if args.out is None:
+        raise ValueError("--out DIR is needed (or --report DIR to rebuild a report)")
+    from afford_perception.preafford import weights_dir
+
+    args.model = args.model or str(weights_dir() / "grasp_critic.pt")
+    if args.push_model is None and any(m in t2.PUSH_METHODS for m in args.methods):
+        args.push_model = str(weights_dir() / "push_critic.pt")
     push = args.push_model or ""
     config = t2.Table2Config(
         model=args.model, model_sha256=sha256_file(Path(args.model)), rollouts=args.rollouts,
@@ -795,9 +800,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     pb = bsub.add_parser("preafford", help="PreAfford's Table II: pre-grasp scenes, methods, grasp success; "
                          "resumable (docs/preafford.md)")
-    pb.add_argument("--model", default=None, help="the grasping module's checkpoint (preafford train-grasp)")
+    pb.add_argument("--model", default=None, help="the grasping module's checkpoint (preafford train-grasp; "
+                    "default: the shipped one)")
     pb.add_argument("--push-model", default=None, help="the pre-grasping module's checkpoint (preafford "
-                    "train-push); needed by the pushing methods")
+                    "train-push; default: the shipped one)")
     pb.add_argument("--rollouts", type=int, default=10, help="scenes per (scene kind, category)")
     pb.add_argument("--scenes", nargs="+", default=list(t2.SCENES), choices=list(t2.SCENES))
     every = list(t2.TRAIN + t2.TEST)
