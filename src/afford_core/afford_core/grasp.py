@@ -74,3 +74,59 @@ class GraspCandidate:
             "terms": {k: round(float(v), 4) for k, v in self.terms.items()},
             "score": round(float(self.score), 6),
         }
+
+
+# --- random grasps in this frame ------------------------------------------------------------------
+
+
+def hand_frame(approach: np.ndarray, closing: np.ndarray) -> np.ndarray:
+    """The rotation whose columns are the gripper x, y (``closing``), z (``approach``) axes."""
+    return np.column_stack([np.cross(closing, approach), closing, approach])
+
+
+def perpendicular(v: np.ndarray) -> np.ndarray:
+    """A unit vector perpendicular to unit ``v`` (v x world x, or v x world y when v is near x)."""
+    ref = np.array([1.0, 0.0, 0.0]) if abs(v[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    u = np.cross(v, ref)
+    return u / np.linalg.norm(u)
+
+
+def tilted(v: np.ndarray, max_angle: float, rng: np.random.Generator) -> np.ndarray:
+    """Unit ``v`` turned by up to ``max_angle`` (rad) about a random axis perpendicular to it."""
+    a = perpendicular(v)
+    t = rng.uniform(0.0, 2 * np.pi)
+    axis = np.cos(t) * a + np.sin(t) * np.cross(v, a)
+    ang = rng.uniform(0.0, max_angle)
+    out = np.cos(ang) * v + np.sin(ang) * np.cross(axis, v)
+    return out / np.linalg.norm(out)
+
+
+def hemisphere_grasp(
+    point: np.ndarray, normal: np.ndarray, rng: np.random.Generator, max_depth: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """PreAfford's grasp sampler at a surface point: an approach from the hemisphere outside
+    ``normal``, a closing axis uniform about it, the TCP 0-``max_depth`` past the point.
+    Returns (tcp, rotation)."""
+    d = rng.normal(size=3)
+    d /= np.linalg.norm(d)
+    if d @ normal < 0:
+        d = -d
+    approach = -d  # from outside the surface, towards it
+    x = perpendicular(approach)
+    y = np.cross(approach, x)
+    a = rng.uniform(0.0, np.pi)
+    rot = hand_frame(approach, np.cos(a) * x + np.sin(a) * y)
+    return point + rng.uniform(0.0, max_depth) * approach, rot
+
+
+def pinch_grasp(
+    point: np.ndarray, outward: np.ndarray, across: np.ndarray, rng: np.random.Generator, max_depth: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """A pinch across a slab at its rim: approached against ``outward`` (within 20 deg), the
+    fingers closing along ``across``, the slab's thickness (within 15 deg, then made square to
+    the approach), the TCP 0-``max_depth`` in from ``point``. Returns (tcp, rotation)."""
+    approach = tilted(-outward, np.radians(20.0), rng)
+    closing = tilted(across, np.radians(15.0), rng)
+    closing -= (closing @ approach) * approach
+    closing /= np.linalg.norm(closing)
+    return point + rng.uniform(0.0, max_depth) * approach, hand_frame(approach, closing)

@@ -168,15 +168,11 @@ def measured_grasp_score(
     if tries <= 0:
         return float("nan")
     from afford_perception.preafford.grasp_module import cloud_proposals
+    from afford_sim.preafford.grasps import Grasp, try_grasps
 
     tcp, rot = cloud_proposals(cloud, is_obj, tries, rng, rim=0.5)
-    state = world.snapshot()
-    ok = 0
-    for k in range(tries):
-        world.restore(state)
-        ok += bool(world.grasp(tcp[k], rot[k]).success)
-    world.restore(state)
-    return ok / tries
+    results = try_grasps(world, [Grasp(t, r) for t, r in zip(tcp, rot, strict=True)])
+    return sum(r.success for r in results) / tries
 
 
 def collect_episode(ep: Episode) -> dict[str, np.ndarray]:

@@ -173,27 +173,16 @@ def jobs_of(config: Table2Config) -> list[Job]:
 _MODELS: dict[str, Any] = {}
 
 
-def _critic(path: str) -> Any:
+def _model(path: str, kind: str) -> Any:
+    """The ``grasp`` or ``push`` critic at ``path``, loaded once per worker process."""
     if path not in _MODELS:
         import torch
 
-        from afford_perception.preafford.grasp_module import load
+        from afford_perception.preafford.grasp_module import GraspCritic, load_module
+        from afford_perception.preafford.push_module import PushCritic
 
         torch.set_num_threads(1)  # one rollout per core
-        _MODELS[path] = load(path)[0]
-    return _MODELS[path]
-
-
-def _push_critic(path: str) -> Any:
-    if not path:
-        raise ValueError("this method pushes: the run needs --push-model")
-    if path not in _MODELS:
-        import torch
-
-        from afford_perception.preafford.push_module import load
-
-        torch.set_num_threads(1)
-        _MODELS[path] = load(path)[0]
+        _MODELS[path] = load_module(path, kind, GraspCritic if kind == "grasp" else PushCritic)[0]
     return _MODELS[path]
 
 
@@ -217,7 +206,7 @@ def _choose_push(
     """The push a method makes (module docstring) and the critic's value of it."""
     from afford_perception.preafford.push_module import DISTANCES, push_grid, score_pushes
 
-    critic = _push_critic(job.push_model)
+    critic = _model(job.push_model, "push")
     grid = push_grid(cloud, is_obj, PUSH_CONTACTS, rng)
     if job.method == "push_centre_point":
         # The contact at the seen object's centroid; the module picks the displacement.
@@ -239,6 +228,7 @@ def record_crash(record: dict[str, Any], err: Exception) -> None:
 def rollout(job: Job) -> dict[str, Any]:
     """One method on one seeded scene; a crash is a failed rollout with its message."""
     from afford_perception.preafford.grasp_module import cloud_proposals, score_grasps
+    from afford_sim.preafford.grasps import Grasp, try_grasps
     from afford_sim.preafford.objects import TRAIN_CATEGORIES
     from afford_sim.preafford.scenes import sample_scene
     from afford_sim.preafford.scripted import push_towards
@@ -254,7 +244,7 @@ def rollout(job: Job) -> dict[str, Any]:
         def look() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
             cloud, is_obj = world.observe(rng=rng)
             tcp, rot = cloud_proposals(cloud, is_obj, job.proposals, rng, rim=job.rim)
-            scores = score_grasps(_critic(job.model), cloud, is_obj, tcp, rot)
+            scores = score_grasps(_model(job.model, "grasp"), cloud, is_obj, tcp, rot)
             return cloud, is_obj, tcp, rot, scores, float(np.sort(scores)[-TOP_FOR_C2:].mean())
 
         if job.method == "scripted_push_critic":
@@ -288,11 +278,9 @@ def rollout(job: Job) -> dict[str, Any]:
                     break
                 cloud, is_obj, tcp, rot, scores, c2 = look()
         if job.method == "direct_ceiling":
-            state = world.snapshot()
-            tried = []
-            for k in range(len(tcp)):
-                world.restore(state)
-                tried.append(world.grasp(tcp[k], rot[k]).success)
+            tried = [
+                r.success for r in try_grasps(world, [Grasp(t, q) for t, q in zip(tcp, rot, strict=True)])
+            ]
             success, chosen = any(tried), int(np.argmax(tried))
         else:
             chosen = int(rng.integers(len(tcp))) if job.method == "direct_random" else int(np.argmax(scores))

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from afford_core.grasp import hemisphere_grasp, pinch_grasp
 from afford_perception.affordance.model import SetAbstraction, interpolate, nearest, shared_mlp
 
 SCALE = 0.4  # m: the observed cloud's radius round the object
@@ -251,19 +252,7 @@ def cloud_proposals(
         normal = np.linalg.svd(local, full_matrices=False)[2][-1]
         if normal @ (p - centre) < 0:
             normal = -normal
-        d = rng.normal(size=3)
-        d /= np.linalg.norm(d)
-        if d @ normal < 0:
-            d = -d
-        approach = -d
-        helper = np.array([1.0, 0.0, 0.0]) if abs(approach[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-        x = np.cross(approach, helper)
-        x /= np.linalg.norm(x)
-        y = np.cross(approach, x)
-        a = rng.uniform(0.0, np.pi)
-        closing = np.cos(a) * x + np.sin(a) * y
-        rots[k] = np.column_stack([np.cross(closing, approach), closing, approach])
-        tcps[k] = p + rng.uniform(0.0, max_depth) * approach
+        tcps[k], rots[k] = hemisphere_grasp(p, normal, rng, max_depth)
     return tcps, rots
 
 
@@ -283,22 +272,6 @@ def rim_proposals(
         phi = rng.uniform(-np.pi, np.pi)
         out = np.cos(phi) * e1 + np.sin(phi) * e2
         p = obj[int(np.argmax((obj - centre) @ out))]
-        approach = _tilted(-out, np.radians(20.0), rng)
-        closing = _tilted(e3, np.radians(15.0), rng)
-        closing -= (closing @ approach) * approach
-        closing /= np.linalg.norm(closing)
-        rots[k] = np.column_stack([np.cross(closing, approach), closing, approach])
-        tcps[k] = p + rng.uniform(0.0, max_depth) * approach - 0.004 * e3
+        tcps[k], rots[k] = pinch_grasp(p, out, e3, rng, max_depth)
+        tcps[k] -= 0.004 * e3
     return tcps, rots
-
-
-def _tilted(v: np.ndarray, max_angle: float, rng: np.random.Generator) -> np.ndarray:
-    """``v`` turned by up to ``max_angle`` about a random axis perpendicular to it."""
-    helper = np.array([1.0, 0.0, 0.0]) if abs(v[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    a = np.cross(v, helper)
-    a /= np.linalg.norm(a)
-    t = rng.uniform(0.0, 2 * np.pi)
-    axis = np.cos(t) * a + np.sin(t) * np.cross(v, a)
-    ang = rng.uniform(0.0, max_angle)
-    out = np.cos(ang) * v + np.sin(ang) * np.cross(axis, v)
-    return out / np.linalg.norm(out)

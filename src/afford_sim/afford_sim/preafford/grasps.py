@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import trimesh
 
+from afford_core.grasp import hemisphere_grasp, pinch_grasp
+
 from .world import GraspResult, PreGraspWorld
 
 MAX_DEPTH = 0.03
@@ -31,12 +33,6 @@ class Grasp:
 
     tcp: np.ndarray
     rot: np.ndarray
-
-
-def _perpendicular(v: np.ndarray) -> np.ndarray:
-    a = np.array([1.0, 0.0, 0.0]) if abs(v[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    u = np.cross(v, a)
-    return u / np.linalg.norm(u)
 
 
 def sample_grasps(world: PreGraspWorld, n: int, rng: np.random.Generator, rim: float = 0.0) -> list[Grasp]:
@@ -52,19 +48,17 @@ def sample_grasps(world: PreGraspWorld, n: int, rng: np.random.Generator, rim: f
     pose = world.object_pose()
     mesh: trimesh.Trimesh = world.scene.obj.mesh()
     n_rim = int(round(rim * n))
-    out = [_seed_proposal(p, nrm, rng) for p, nrm in zip(*_surface(mesh, pose, n - n_rim, rng), strict=True)]
+    out = [
+        Grasp(*hemisphere_grasp(p, nrm, rng, MAX_DEPTH))
+        for p, nrm in zip(*_surface(mesh, pose, n - n_rim, rng), strict=True)
+    ]
     if n_rim:
         local_n = mesh.face_normals
         sides = np.flatnonzero(np.abs(local_n[:, 2]) < np.sin(np.radians(30)))
         side_mesh = mesh.submesh([sides], append=True)
         assert isinstance(side_mesh, trimesh.Trimesh)  # append=True gives one mesh
         for p, nrm in zip(*_surface(side_mesh, pose, n_rim, rng), strict=True):
-            approach = _tilted(-nrm, np.radians(20), rng)
-            closing = _tilted(pose[:3, 2], np.radians(15), rng)
-            closing -= (closing @ approach) * approach
-            closing /= np.linalg.norm(closing)
-            rot = np.column_stack([np.cross(closing, approach), closing, approach])
-            out.append(Grasp(p + rng.uniform(0.0, MAX_DEPTH) * approach, rot))
+            out.append(Grasp(*pinch_grasp(p, nrm, pose[:3, 2], rng, MAX_DEPTH)))
     return out
 
 
@@ -76,30 +70,6 @@ def _surface(
         return np.zeros((0, 3)), np.zeros((0, 3))
     points, faces = trimesh.sample.sample_surface(mesh, n, seed=int(rng.integers(2**31)))
     return points @ pose[:3, :3].T + pose[:3, 3], mesh.face_normals[faces] @ pose[:3, :3].T
-
-
-def _tilted(v: np.ndarray, max_angle: float, rng: np.random.Generator) -> np.ndarray:
-    """``v`` turned by up to ``max_angle`` about a random axis perpendicular to it."""
-    axis = _perpendicular(v)
-    a = rng.uniform(0.0, 2 * np.pi)
-    axis = np.cos(a) * axis + np.sin(a) * np.cross(v, axis)
-    t = rng.uniform(0.0, max_angle)
-    out = np.cos(t) * v + np.sin(t) * np.cross(axis, v)
-    return out / np.linalg.norm(out)
-
-
-def _seed_proposal(p: np.ndarray, nrm: np.ndarray, rng: np.random.Generator) -> Grasp:
-    d = rng.normal(size=3)
-    d /= np.linalg.norm(d)
-    if d @ nrm < 0:
-        d = -d
-    approach = -d  # from outside the surface, towards it
-    x = _perpendicular(approach)
-    y = np.cross(approach, x)
-    a = rng.uniform(0.0, np.pi)
-    closing = np.cos(a) * x + np.sin(a) * y
-    rot = np.column_stack([np.cross(closing, approach), closing, approach])
-    return Grasp(p + rng.uniform(0.0, MAX_DEPTH) * approach, rot)
 
 
 def try_grasps(world: PreGraspWorld, grasps: list[Grasp]) -> list[GraspResult]:

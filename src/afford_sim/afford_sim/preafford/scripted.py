@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from afford_core.grasp import hand_frame
+
 from .scenes import Feature, footprint_exit, footprint_reach
 from .world import PreGraspWorld, PushResult
 
@@ -59,4 +61,4 @@ def side_grasp_over_edge(
     tcp[2] = float(pts[:, 2].mean())
     z = -d
     y = np.array([0.0, 0.0, 1.0])
-    return tcp, np.column_stack([np.cross(y, z), y, z])
+    return tcp, hand_frame(z, y)
