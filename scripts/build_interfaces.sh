@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds our ROS 2 interface package (src/afford_interfaces: msg/srv/action via rosidl) from
 # the PyPI ROS 2 Kilted wheels, without a system ROS install, and installs it into the venv:
-#   $VENV/lib/python3.11/site-packages/afford_interfaces   the generated Python package
+#   $VENV/lib/python3.X/site-packages/afford_interfaces   the generated Python package
 #   $VENV/lib/libafford_interfaces__*.so                   C/C++ type support libraries
 #   $VENV/share/afford_interfaces/                         package.xml, .msg/.idl, cmake config
 #   $VENV/share/ament_index/resource_index/packages/afford_interfaces   the ament index marker
 # Run after scripts/setup.sh. Safe to re-run: pip, cmake and the path rewrite only do work
 # when something changed. Needs cmake and a C/C++ compiler (Debian: cmake g++) and the
-# headers of the Python the venv was made from (Debian's system Python: python3.11-dev).
+# headers of the Python the venv was made from (pyenv's Pythons carry them).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,7 +32,7 @@ quiet_pip install -q -r requirements-ros-build.txt
 
 # 2. The Kilted message wheels are built in a manylinux image, and each one's
 #    export_<pkg>__rosidl_generator_pyExport.cmake hard-codes that image's Python and numpy
-#    include directories (/opt/python/cp311-cp311/...) into an imported target. CMake refuses
+#    include directories (/opt/python/cp312-cp312/...) into an imported target. CMake refuses
 #    to generate when an imported target names a directory that does not exist, and ours
 #    depends on those targets (std_msgs, geometry_msgs, action_msgs, ...). Point them at this
 #    venv's Python headers and numpy instead. Only .cmake files under $VENV/share are touched;
@@ -40,14 +40,15 @@ quiet_pip install -q -r requirements-ros-build.txt
 PY_INCLUDE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"
 NUMPY_INCLUDE="$("$VENV/bin/python" -c 'import numpy; print(numpy.get_include())')"
 [ -f "$PY_INCLUDE/Python.h" ] \
-  || die "Python headers missing in $PY_INCLUDE (Debian's python3.11: apt-get install python3.11-dev)"
-WHEEL_PREFIX="/opt/python/cp311-cp311"
+  || die "Python headers missing in $PY_INCLUDE (make the venv from a Python that has them)"
+PY_VER="$("$VENV/bin/python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+WHEEL_PREFIX="/opt/python/cp${PY_VER/./}-cp${PY_VER/./}"
 mapfile -t stale < <(grep -rlF --include='*.cmake' "$WHEEL_PREFIX/" "$VENV/share" || true)
 if [ ${#stale[@]} -gt 0 ]; then
   log "pointing ${#stale[@]} wheel cmake files at $PY_INCLUDE and $NUMPY_INCLUDE"
   sed -i \
-    -e "s#$WHEEL_PREFIX/lib/python3.11/site-packages/numpy/_core/include#$NUMPY_INCLUDE#g" \
-    -e "s#$WHEEL_PREFIX/include/python3.11#$PY_INCLUDE#g" \
+    -e "s#$WHEEL_PREFIX/lib/python$PY_VER/site-packages/numpy/_core/include#$NUMPY_INCLUDE#g" \
+    -e "s#$WHEEL_PREFIX/include/python$PY_VER#$PY_INCLUDE#g" \
     "${stale[@]}"
   if left="$(grep -rlF --include='*.cmake' "$WHEEL_PREFIX/" "$VENV/share")"; then
     die "unexpected $WHEEL_PREFIX paths remain after the rewrite in: $left"

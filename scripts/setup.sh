@@ -1,22 +1,34 @@
 #!/usr/bin/env bash
 # Installs everything the stack needs on a fresh Debian 12 machine: Debian packages,
-# a Python 3.11 virtual environment in .venv with pinned versions, and our packages.
+# a Python 3.12 virtual environment in .venv with pinned versions, and our packages.
 # Safe to re-run: each step checks what is already there.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${AFFORD_VENV:-$ROOT/.venv}"
-PY="${AFFORD_PYTHON:-python3.11}"
 cd "$ROOT"
 
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+die() { printf '\033[1;31m[setup]\033[0m %s\n' "$*" >&2; exit 1; }
+
+# The interpreter: Python 3.12 (LeRobot 0.5+ and its Pi 0.5 need >= 3.12; docs/dependencies.md).
+# Debian 12 ships only 3.11, so take AFFORD_PYTHON, else python3.12 on the PATH, else pyenv's.
+find_python() {
+  if [ -n "${AFFORD_PYTHON:-}" ]; then echo "$AFFORD_PYTHON"; return; fi
+  if command -v python3.12 >/dev/null && python3.12 -c '' 2>/dev/null; then command -v python3.12; return; fi
+  local c
+  for c in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12; do
+    [ -x "$c" ] && { echo "$c"; return; }
+  done
+  return 1
+}
 # Some machines' pip configuration names local package folders that may not exist; pip warns
 # about each one on every lookup. Drop that noise, keep everything else (pipefail keeps errors).
 quiet_pip() { "$VENV/bin/python" -m pip "$@" 2>&1 | { grep -v "^WARNING: Location 'file:" || true; }; }
 
 # 1. Debian packages: EGL/OSMesa for offscreen MuJoCo rendering, libusb for open3d and
 #    pyrealsense2, a compiler and cmake for the interface package.
-APT_PKGS=(libegl1 libgl1 libosmesa6 libglu1-mesa libusb-1.0-0 cmake g++ git python3.11-dev chromium)
+APT_PKGS=(libegl1 libgl1 libosmesa6 libglu1-mesa libusb-1.0-0 cmake g++ git chromium)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,7 +41,19 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # 2. The virtual environment.
+# A venv of another Python (an older checkout's 3.11) cannot serve: one this script made is made
+# anew; any other is left alone and refused.
+if [ -x "$VENV/bin/python" ] && ! "$VENV/bin/python" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then
+  [ -f "$VENV/.afford-requirements.sha" ] \
+    || die "$VENV is a venv of $("$VENV/bin/python" -V 2>&1), not 3.12, and not one this script made: move it away"
+  log "$VENV is a venv of $("$VENV/bin/python" -V 2>&1); making it anew with Python 3.12"
+  rm -rf "$VENV"
+fi
 if [ ! -x "$VENV/bin/python" ]; then
+  PY="$(find_python)" || die "Python 3.12 not found: install it (pyenv install 3.12, or your distribution's \
+python3.12 with its venv module and headers) or name it with AFFORD_PYTHON=/path/to/python3.12"
+  "$PY" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null \
+    || die "$PY is not Python 3.12 ($("$PY" -V 2>&1)); the pinned set needs 3.12"
   log "creating $VENV with $PY"
   "$PY" -m venv "$VENV"
 fi

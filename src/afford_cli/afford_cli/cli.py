@@ -648,7 +648,7 @@ def _policy_eval(args: argparse.Namespace) -> int:
     plan, make_policy, reference = prepare(
         args.task, args.episodes, policy_dir=args.policy, replay_dir=args.replay, first_seed=args.first_seed,
         max_seconds=args.max_seconds, videos=args.videos, gripper=args.gripper,
-        interpolation=args.interpolation, randomize=args.randomize)
+        interpolation=args.interpolation, randomize=args.randomize, tokenizer=args.tokenizer)
     parts = Path(args.policy or ".").resolve().parts
     # lerobot-train's OUTPUT/checkpoints/STEP/pretrained_model -> OUTPUT-STEP
     trained = len(parts) >= 4 and parts[-1] == "pretrained_model" and parts[-3] == "checkpoints"
@@ -688,12 +688,15 @@ def _add_policy(sub: argparse._SubParsersAction) -> None:
                          "scenes; resumable; writes one JSON record per episode and report.md")
     src = ev.add_mutually_exclusive_group(required=True)
     src.add_argument("--policy", metavar="DIR", default=None,
-                     help="a LeRobot pretrained policy directory (ACT, Diffusion Policy), e.g. "
+                     help="a LeRobot pretrained policy directory (ACT, Diffusion Policy, Pi 0.5), e.g. "
                           "OUTPUT/checkpoints/last/pretrained_model")
     src.add_argument("--replay", metavar="DATASET_DIR", default=None,
                      help="replay an `afford generate` dataset's episodes on their own seeds (the "
                           "harness's control)")
     ev.add_argument("--task", required=True, help="task id, see `afford tasks`")
+    ev.add_argument("--tokenizer", metavar="DIR", default=None,
+                    help="Pi 0.5: the local directory of its PaliGemma tokenizer (default: DIR/tokenizer "
+                         "inside the policy, else $AFFORD_PI05_TOKENIZER)")
     ev.add_argument("--episodes", type=int, required=True, help="episodes to run")
     ev.add_argument("--first-seed", type=int, default=0,
                     help="first scene seed (--policy: seeds S..S+N-1; --replay: the dataset's episodes "

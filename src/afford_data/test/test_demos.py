@@ -89,7 +89,7 @@ def test_lerobot_train_trains_act_on_it(dataset: Dataset, tmp_path: Path) -> Non
                                 log_every=1)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    losses = [float(x) for x in re.findall(r"loss:([0-9.]+)", proc.stdout + proc.stderr)]
+    losses = [float(x) for x in re.findall(r"\bloss:([0-9.]+)", proc.stdout + proc.stderr)]
     assert len(losses) == 2 and all(np.isfinite(losses))
     assert (tmp_path / "act" / "checkpoints" / "last" / "pretrained_model" / "model.safetensors").is_file()
 

@@ -3,7 +3,8 @@
 No segmentation weights ship in any package this stack can install, and nothing may be
 downloaded at run time, so the model loads only from a directory the user configures (a
 ``save_pretrained`` copy of e.g. ``facebook/sam-vit-base``: ``config.json``, the weights and
-``preprocessor_config.json``). A missing path, or a directory that is not a SAM checkpoint, is
+the processor's ``preprocessor_config.json``, or ``processor_config.json`` as transformers 5
+writes it). A missing path, or a directory that is not a SAM checkpoint, is
 a clear error naming what was expected; no hub name is ever tried.
 
 Prompts. SAM needs prompts; two modes:
@@ -91,12 +92,17 @@ class SamConfig:
             )
 
 
+#: The processor's config, as transformers 4 (and the hub's SAM checkpoints) or 5 saves it.
+PROCESSOR_FILES = ("preprocessor_config.json", "processor_config.json")
+
+
 def check_checkpoint(path: str | Path) -> Path:
     """``path`` as a directory holding a SAM model and processor; a clear error otherwise.
 
     Raises:
         SamCheckpointError: missing path, not a directory, no ``config.json`` or one whose
-            ``model_type`` is not ``"sam"``, no ``preprocessor_config.json``, or no weights.
+            ``model_type`` is not ``"sam"``, no processor config (:data:`PROCESSOR_FILES`), or
+            no weights.
     """
     root = Path(path).expanduser()
     hint = (
@@ -116,9 +122,9 @@ def check_checkpoint(path: str | Path) -> Path:
         raise SamCheckpointError(f"{config_file} is not a valid model config: {exc}") from exc
     if model_type != "sam":
         raise SamCheckpointError(f"{root} holds a {model_type!r} model, not SAM (model_type 'sam')")
-    if not (root / "preprocessor_config.json").is_file():
+    if not any((root / name).is_file() for name in PROCESSOR_FILES):
         raise SamCheckpointError(
-            f"{root} has no preprocessor_config.json: save the SamProcessor beside the model"
+            f"{root} has no {' or '.join(PROCESSOR_FILES)}: save the SamProcessor beside the model"
         )
     if not any(root.glob("*.safetensors")) and not any(root.glob("*.bin")):
         raise SamCheckpointError(f"{root} has no weights (*.safetensors or *.bin)")
@@ -141,7 +147,9 @@ class SamMaskSource:
         root = check_checkpoint(self.config.checkpoint)
         # local_files_only: a path that somehow fails to load must never turn into a hub request.
         self.processor = SamProcessor.from_pretrained(root, local_files_only=True)
-        self.model = SamModel.from_pretrained(root, local_files_only=True).to(self.config.device).eval()
+        # Any: transformers 5 types PreTrainedModel.to through a decorator mypy misreads.
+        model: Any = SamModel.from_pretrained(root, local_files_only=True)
+        self.model = model.to(self.config.device).eval()
         # Set by transformers' ProcessorMixin at run time, invisible to type checkers.
         self._image_processor: Any = getattr(self.processor, "image_processor")  # noqa: B009
         self._depth = DepthMaskSource(depth_config)

@@ -63,8 +63,19 @@ def load_model() -> SentenceTransformer:
             start = time.perf_counter()
             try:
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
 
-                model = SentenceTransformer(str(path), device="cpu")
+                # transformers 5 draws a progress bar and a load report (the bundled file's
+                # unused position_ids buffer) on every load: noise on a CLI's one-line answers.
+                verbosity, bar = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+                hf_logging.set_verbosity_error()
+                hf_logging.disable_progress_bar()
+                try:
+                    model = SentenceTransformer(str(path), device="cpu")
+                finally:
+                    hf_logging.set_verbosity(verbosity)
+                    if bar:
+                        hf_logging.enable_progress_bar()
             except (ImportError, OSError, ValueError) as exc:
                 raise EmbeddingUnavailable(f"text embedding model at {path} failed to load: {exc}") from exc
             _load_seconds = time.perf_counter() - start

@@ -20,14 +20,16 @@ simulated seconds):
 
 :class:`ReplayPolicy` replays a recorded episode's actions on its own seed: the control that
 validates the harness (a demonstration replayed through it must succeed).
-:class:`LeRobotPolicy` runs a policy ``lerobot-train`` wrote (ACT, Diffusion Policy) on the
-CPU. :func:`evaluate` runs episodes seed by seed into a run directory, one JSON record per
-episode written atomically (a killed run resumes), and writes ``report.md``.
+:class:`LeRobotPolicy` runs a policy ``lerobot-train`` wrote (ACT, Diffusion Policy, Pi 0.5:
+:mod:`afford_policy.pi05`) on the CPU. :func:`evaluate` runs episodes seed by seed into a run
+directory, one JSON record per episode written atomically (a killed run resumes), and writes ``report.md``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import json
 import math
 import time
@@ -50,7 +52,7 @@ TIME_LIMIT_FACTOR = 2.0
 #: Files of a LeRobot pretrained-policy directory a policy cannot run without.
 PRETRAINED_FILES = ("config.json", "model.safetensors", "policy_preprocessor.json",
                     "policy_postprocessor.json")
-SUPPORTED_POLICIES = ("act", "diffusion")
+SUPPORTED_POLICIES = ("act", "diffusion", "pi05")
 
 
 class Policy(Protocol):
@@ -197,7 +199,11 @@ def _check_pretrained(path: Path) -> None:
 
 class LeRobotPolicy:
     """A LeRobot pretrained policy directory (``config.json``, ``model.safetensors`` and the
-    processors ``lerobot-train`` saves beside them), ACT or Diffusion Policy, on ``device``.
+    processors ``lerobot-train`` saves beside them), ACT, Diffusion Policy or Pi 0.5, on ``device``.
+
+    Pi 0.5 needs its instruction tokenizer from a local directory (``tokenizer``, else as
+    :func:`afford_policy.pi05.resolve_tokenizer` finds it), and a checkpoint that leaves any of
+    its parameters to their initial values is refused (:func:`afford_policy.pi05.weight_gaps`).
 
     The observation goes through LeRobot's own preprocessor (batching, normalisation with the
     training set's statistics), ``select_action`` (which keeps the policy's action queue) and
@@ -206,10 +212,11 @@ class LeRobotPolicy:
     Raises:
         FileNotFoundError: a file of :data:`PRETRAINED_FILES` is missing (LeRobot itself would
             build some policies with random weights then).
-        ValueError: a policy type other than :data:`SUPPORTED_POLICIES`.
+        ValueError: a policy type other than :data:`SUPPORTED_POLICIES`; a Pi 0.5 checkpoint
+            that does not provide every parameter.
     """
 
-    def __init__(self, path: Path | str, device: str = "cpu") -> None:
+    def __init__(self, path: Path | str, device: str = "cpu", tokenizer: Path | str | None = None) -> None:
         path = Path(path)
         _check_pretrained(path)
         from lerobot.configs.policies import PreTrainedConfig
@@ -221,11 +228,27 @@ class LeRobotPolicy:
                              f"{', '.join(SUPPORTED_POLICIES)}")
         cfg.device = device
         cfg.pretrained_path = path
-        # strict: every parameter of the model must come from the file, none left at its init.
-        self.policy = get_policy_class(cfg.type).from_pretrained(path, config=cfg, strict=True)
+        overrides: dict[str, Any] = {"device_processor": {"device": device}}
+        if cfg.type == "pi05":
+            from afford_policy import pi05
+
+            # Before the model: a missing tokenizer is found in a second, not after minutes of loading.
+            overrides.update(pi05.processor_overrides(path, tokenizer))
+        # strict: every parameter of the model must come from the file, none left at its init
+        # (ACT and DP raise otherwise; Pi 0.5 only prints, hence weight_gaps below).
+        with contextlib.redirect_stdout(io.StringIO()) as said:  # Pi 0.5 prints its progress
+            self.policy = get_policy_class(cfg.type).from_pretrained(path, config=cfg, strict=True)
+        if cfg.type == "pi05":
+            gaps = pi05.weight_gaps(self.policy, path / "model.safetensors")
+            if gaps:
+                del self.policy
+                raise ValueError(
+                    f"{path / 'model.safetensors'} does not provide {len(gaps)} of the Pi 0.5 model's "
+                    f"tensors ({'; '.join(gaps[:3])}{' ...' if len(gaps) > 3 else ''}): refusing a partly "
+                    f"initialised model. LeRobot said: {said.getvalue().strip()[-400:]}")
         self.policy.eval()
         self.pre, self.post = make_pre_post_processors(
-            cfg, pretrained_path=str(path), preprocessor_overrides={"device_processor": {"device": device}})
+            cfg, pretrained_path=str(path), preprocessor_overrides=overrides)
         self.config = cfg
         self.path = path
         self.image_keys = [k for k, f in cfg.input_features.items() if f.type.name == "VISUAL"]
@@ -829,6 +852,7 @@ def prepare(task_id: str, episodes: int, *, policy_dir: Path | str | None = None
             replay_dir: Path | str | None = None, first_seed: int = 0, max_seconds: float | None = None,
             videos: int = 0, gripper: Literal["blocking", "async"] = "blocking",
             interpolation: Literal["linear", "hold"] = "linear", randomize: str = "none",
+            tokenizer: Path | str | None = None,
             ) -> tuple[EvalPlan, Callable[[int], Policy], DemoDataset | None]:
     """The plan of an evaluation, the policy for each seed and the dataset to compare with.
 
@@ -838,6 +862,7 @@ def prepare(task_id: str, episodes: int, *, policy_dir: Path | str | None = None
     phrasing ``afford generate`` draws for each seed; the dataset it was trained on
     (``train_config.json``), when still there, sets the frame rate and the time limit.
     The time limit defaults to :data:`TIME_LIMIT_FACTOR` times the dataset's longest episode.
+    ``tokenizer``: a Pi 0.5 policy's local tokenizer directory (:class:`LeRobotPolicy`).
 
     Raises:
         ValueError: both or neither source, a dataset of another task, too few episodes, no
@@ -874,7 +899,7 @@ def prepare(task_id: str, episodes: int, *, policy_dir: Path | str | None = None
         reference: DemoDataset | None = ds
     else:
         assert policy_dir is not None
-        model = LeRobotPolicy(policy_dir)
+        model = LeRobotPolicy(policy_dir, tokenizer=tokenizer)
         trained_on = model.training_dataset()
         reference = DemoDataset.load(trained_on) if trained_on is not None else None
         if reference is not None and reference.task_id != task_id:

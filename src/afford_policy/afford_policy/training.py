@@ -15,7 +15,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from afford_policy.rollout import SUPPORTED_POLICIES, DemoDataset
+from afford_policy.rollout import DemoDataset
+
+#: Policies trained here on the CPU (Pi 0.5, a 4-billion-parameter model, is fine-tuned on a GPU
+#: machine with plain ``lerobot-train``; its checkpoint then runs here).
+TRAINABLE_POLICIES = ("act", "diffusion")
 
 
 def lerobot_train_executable() -> str:
@@ -52,8 +56,8 @@ def lerobot_train_command(
     Raises:
         FileNotFoundError / ValueError: not an ``afford generate`` dataset; an unknown policy.
     """
-    if policy not in SUPPORTED_POLICIES:
-        raise ValueError(f"policy must be one of {', '.join(SUPPORTED_POLICIES)}, got {policy!r}")
+    if policy not in TRAINABLE_POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(TRAINABLE_POLICIES)}, got {policy!r}")
     if steps < 1 or batch_size < 1 or workers < 0 or log_every < 1:
         raise ValueError("steps, batch_size and log_every must be >= 1 and workers >= 0")
     ds = DemoDataset.load(dataset)
@@ -70,7 +74,7 @@ def lerobot_train_command(
         f"--num_workers={workers}",
         "--wandb.enable=false",
         f"--output_dir={Path(out).resolve()}",
-        "--eval_freq=0",
+        "--env_eval_freq=0",  # no simulator env registered with lerobot-train
         f"--save_freq={save_every or steps}",
         f"--log_freq={log_every}",
     ]
