@@ -20,11 +20,13 @@ trains at a few s/step here). torch uses ``--threads`` threads (2: this machine'
 
 Pi 0.5 (LeRobot's ``pi05``) is not trained here: a checkpoint with random weights is written
 as ``lerobot-train`` lays one out (:func:`afford_policy.pi05.write_random_checkpoint`, a small
-word-level tokenizer standing in for PaliGemma's) and loaded the same way. The ``small`` size
+word-level tokenizer standing in for PaliGemma's) and loaded the same way, at LeRobot's default
+settings (50-action chunks, 10 flow-matching steps, prompts padded to 200 tokens). The ``small`` size
 keeps every class of the model with narrow layers (LeRobot's standard 4.1-billion-parameter size
 needs about 34 GB to load, more than these machines have); ``--pi05-standard`` also builds the
 standard size in memory (random weights, no file: minutes and about 17 GB) and times its chunks
-on the same frames through the small checkpoint's processors. The memory column is the growth of
+on the same frames through the small checkpoint's processors (``--pi05-standard-chunks`` of them:
+each takes tens of seconds). The memory column is the growth of
 this process's resident memory while the policy loads (sampled every 50 ms), an estimate.
 """
 
@@ -104,7 +106,7 @@ def _pi05_standard(small: Any, frames: list[dict[str, Any]], chunks: int) -> tup
     import torch
     from lerobot.policies.pi05.modeling_pi05 import PI05Policy
 
-    config = copy.deepcopy(small.policy.config)
+    config = copy.deepcopy(small.policy.config)  # chunks, steps and prompt length: LeRobot's defaults
     config.image_resolution = (224, 224)
     with _PeakMemory() as memory:
         t0 = time.perf_counter()
@@ -132,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", default=None, help="a subset of the policies, by name prefix")
     ap.add_argument("--pi05-standard", action="store_true",
                     help="also build LeRobot's standard Pi 0.5 in memory and time it (minutes, ~17 GB)")
+    ap.add_argument("--pi05-standard-chunks", type=int, default=3, help="chunks timed on the standard Pi 0.5")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     os.environ.setdefault("MUJOCO_GL", "egl")
@@ -168,9 +171,10 @@ def main(argv: list[str] | None = None) -> int:
             if name == PI05_SMALL:
                 words = " ".join(f[TASK_KEY] for f in frames).split()
                 tok = pi05.write_tokenizer(Path(tmp) / "tokenizer", words)
+                # LeRobot's defaults: 50-action chunks, 10 flow-matching steps, prompts of 200 tokens.
                 pretrained = pi05.write_random_checkpoint(
                     Path(tmp) / "pi05", tok, cameras=(FRONT_KEY, WRIST_KEY),
-                    image_size=tuple(args.image_size))
+                    image_size=tuple(args.image_size), chunk_size=50, inference_steps=10)
                 context: Any = pi05.small_model()
             else:
                 kind, extra = POLICIES[name]
@@ -195,15 +199,16 @@ def main(argv: list[str] | None = None) -> int:
                 print("--pi05-standard times the standard model through the small checkpoint's processors: "
                       "leave Pi 0.5 small in --only", file=sys.stderr)
                 return 2
-            rows.append(_pi05_standard(small_pi05, frames, args.chunks))
+            rows.append(_pi05_standard(small_pi05, frames, args.pi05_standard_chunks))
     period = 1.0 / fps
     given = argv if argv is not None else sys.argv[1:]
     w, h = args.image_size
+    standard_chunks = f" ({args.pi05_standard_chunks} for the standard Pi 0.5)" if args.pi05_standard else ""
     lines = [
         f"Command: `{shlex.join(['python', 'bench/bench_policy.py', *given])}`",
         f"Two {w}x{h} cameras and the joint state, batch 1, torch on {args.threads} threads, "
-        f"{os.cpu_count()} cores, CPU only; {args.chunks} chunks each after a warm-up; the control period "
-        f"is {1000 * period:.0f} ms ({fps} fps, the dataset's).",
+        f"{os.cpu_count()} cores, CPU only; {args.chunks} chunks each after a warm-up{standard_chunks}; "
+        f"the control period is {1000 * period:.0f} ms ({fps} fps, the dataset's).",
         "",
         "| policy | parameters | load (s) | memory while loading (GB) | chunk p50 (ms) | chunk max (ms) | "
         "chunk / control period | queued action p50 (ms) |",

@@ -274,6 +274,13 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from afford_data.merge import merge
+
+    print(merge(args.datasets, args.out, repo_id=args.repo_id).line())
+    return 0
+
+
 def _cmd_robots(args: argparse.Namespace) -> int:
     from afford_core.robots import DEFAULT_ROBOT, ROBOTS
     from afford_sim.tasks import task_ids
@@ -902,6 +909,14 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--ray-address", default=None, help="a running Ray cluster, e.g. ray://head:10001")
     gen.add_argument("--quiet", action="store_true", help="no line per episode")
     gen.set_defaults(func=_cmd_generate)
+    mrg = sub.add_parser("merge", help="merge `afford generate` datasets of one task made apart (other "
+                         "machines, other --first-seed ranges) into one LeRobot dataset "
+                         "(docs/demonstrations.md)")
+    mrg.add_argument("datasets", nargs="+", metavar="DATASET",
+                     help="two or more dataset directories, in order")
+    mrg.add_argument("--out", required=True, help="the merged dataset's directory (must not exist)")
+    mrg.add_argument("--repo-id", default=None, help="its repo id (default afford/<task>)")
+    mrg.set_defaults(func=_cmd_merge)
 
     robots = sub.add_parser("robots", help="list the registered robots (arms and grippers)")
     robots.add_argument("--json", action="store_true")

@@ -20,6 +20,7 @@ and Diffusion Policy (so through ``afford policy eval``, the graph's ``policy`` 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -59,6 +60,24 @@ def resolve_tokenizer(policy_dir: Path | str, tokenizer: Path | str | None = Non
     return candidate.resolve()
 
 
+class _DropRootWarnings(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.WARNING
+
+
+@contextlib.contextmanager
+def quiet_key_fixes() -> Iterator[None]:
+    """Drop the warnings LeRobot's Pi 0.5 key fix-up logs on the root logger for ordinary keys
+    (every vision patch embedding, "might need handling"). A key it really skips is still
+    caught: :func:`weight_gaps` then reports the tensor as not provided."""
+    root, drop = logging.getLogger(), _DropRootWarnings()
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+
+
 def weight_gaps(policy: Any, weights: Path | str) -> list[str]:
     """What ``policy`` (a built ``PI05Policy``) has that the weight file does not provide.
 
@@ -74,7 +93,8 @@ def weight_gaps(policy: Any, weights: Path | str) -> list[str]:
         shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118 (not a dict)
     # Tensors on the meta device: the fix-up sees names and shapes, no memory is touched.
     meta = {k: torch.empty(s, device="meta") for k, s in shapes.items()}
-    fixed = policy._fix_pytorch_state_dict_keys(meta, policy.config)
+    with quiet_key_fixes():
+        fixed = policy._fix_pytorch_state_dict_keys(meta, policy.config)
     provided = {(k if k.startswith("model.") else f"model.{k}"): tuple(v.shape) for k, v in fixed.items()}
     state = policy.state_dict()
     by_storage: dict[int, list[str]] = {}
@@ -208,7 +228,6 @@ def write_random_checkpoint(
         chunk_size=chunk_size,
         n_action_steps=chunk_size,
         num_inference_steps=inference_steps,
-        tokenizer_max_length=48 if size == "small" else 200,
     )
     config.input_features = {
         **{key: PolicyFeature(FeatureType.VISUAL, (3, h, w)) for key in cameras},

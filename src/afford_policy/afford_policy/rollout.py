@@ -236,7 +236,8 @@ class LeRobotPolicy:
             overrides.update(pi05.processor_overrides(path, tokenizer))
         # strict: every parameter of the model must come from the file, none left at its init
         # (ACT and DP raise otherwise; Pi 0.5 only prints, hence weight_gaps below).
-        with contextlib.redirect_stdout(io.StringIO()) as said:  # Pi 0.5 prints its progress
+        quiet = pi05.quiet_key_fixes() if cfg.type == "pi05" else contextlib.nullcontext()
+        with contextlib.redirect_stdout(io.StringIO()) as said, quiet:  # Pi 0.5 prints its progress
             self.policy = get_policy_class(cfg.type).from_pretrained(path, config=cfg, strict=True)
         if cfg.type == "pi05":
             gaps = pi05.weight_gaps(self.policy, path / "model.safetensors")

@@ -4,7 +4,8 @@ The node (:mod:`afford_policy.nodes.policy`) turns messages into numbers and bac
 that decides what the arm is sent is here and tested on its own:
 
 - :func:`load_policy` finds the policy a goal names: a LeRobot pretrained-policy directory
-  (ACT, Diffusion Policy; checked as ``afford policy eval`` checks it, cached between goals) or
+  (ACT, Diffusion Policy, Pi 0.5 with its tokenizer inside it or at ``AFFORD_PI05_TOKENIZER``;
+  checked as ``afford policy eval`` checks it, cached between goals) or
   ``replay:<dataset>``, the recorded episode of the goal's seed (the control: a demonstration
   replayed through the graph shows the serving path, not a model, is being measured);
 - :class:`PolicyStepper` runs one control step: the observation as the dataset recorded it

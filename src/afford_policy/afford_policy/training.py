@@ -3,7 +3,8 @@ dataset, offline and on the CPU.
 
 ``lerobot-train`` needs a few flags to run here at all: the dataset from a local root (no hub),
 videos decoded with PyAV (the default decoder, torchcodec, does not load with the pinned
-torch), ACT without its ImageNet backbone weights (a download), no push to the hub, no W&B,
+torch), ACT and Diffusion Policy without their ImageNet backbone weights (a download), no push
+to the hub, no W&B,
 at most 2 data-loader workers on a 2-core machine. :func:`lerobot_train_command` writes them
 once; ``afford policy train`` runs it, and plain ``lerobot-train`` with the same flags works too.
 """
@@ -78,8 +79,11 @@ def lerobot_train_command(
         f"--save_freq={save_every or steps}",
         f"--log_freq={log_every}",
     ]
-    if policy == "act":
-        cmd.append("--policy.pretrained_backbone_weights=null")  # its default downloads ImageNet weights
+    # Both default (LeRobot 0.6) to ImageNet backbone weights, a download. Diffusion Policy then
+    # takes group norm, as its authors train a backbone from scratch (and LeRobot 0.4 did).
+    cmd.append("--policy.pretrained_backbone_weights=null")
+    if policy == "diffusion":
+        cmd.append("--policy.use_group_norm=true")
     return [*cmd, *extra]
 
 

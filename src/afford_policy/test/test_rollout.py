@@ -201,6 +201,22 @@ def test_a_lerobot_act_policy_runs_in_closed_loop(act_policy: Path, dataset: Pat
     json.dumps(record.as_dict())
 
 
+def test_a_lerobot_diffusion_policy_trains_and_runs_in_closed_loop(dataset: Path, limits: Limits,
+                                                                   tmp_path: Path) -> None:
+    """One step of LeRobot's Diffusion Policy, small (it needs LeRobot's [diffusion] extra)."""
+    out = tmp_path / "dp"
+    small = ["--policy.down_dims=[32,64,128]", "--policy.crop_shape=[28,28]",
+             "--policy.noise_scheduler_type=DDIM", "--policy.num_inference_steps=2"]
+    cmd = lerobot_train_command(dataset, out, policy="diffusion", steps=1, batch_size=2, workers=0,
+                                log_every=1, extra=small)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    policy = LeRobotPolicy(pretrained_dir(out))
+    assert policy.config.type == "diffusion" and policy.image_size == SIZE
+    record = run_episode(policy, RolloutConfig(TASK, image_size=SIZE, max_seconds=0.3), 0, limits=limits)
+    assert record.steps == 3 and record.reason is not None and "time limit" in record.reason
+
+
 def test_a_directory_without_weights_is_refused(act_policy: Path, tmp_path: Path) -> None:
     from afford_cli.cli import main
 
