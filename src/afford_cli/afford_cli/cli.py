@@ -232,9 +232,16 @@ def _cmd_bench_preafford(args: argparse.Namespace) -> int:
         raise ValueError("--out DIR is needed (or --report DIR to rebuild a report)")
     from afford_perception.preafford import weights_dir
 
-    args.model = args.model or str(weights_dir() / "grasp_critic.pt")
+    def shipped(name: str) -> str:
+        # Relative to the working directory when inside it: the run's config (which a resumed
+        # run must match) then names the same file in any clone, run from its root.
+        path = weights_dir() / name
+        rel = os.path.relpath(path)
+        return str(path) if rel.startswith("..") else rel
+
+    args.model = args.model or shipped("grasp_critic.pt")
     if args.push_model is None and any(m in t2.PUSH_METHODS for m in args.methods):
-        args.push_model = str(weights_dir() / "push_critic.pt")
+        args.push_model = shipped("push_critic.pt")
     push = args.push_model or ""
     config = t2.Table2Config(
         model=args.model, model_sha256=sha256_file(Path(args.model)), rollouts=args.rollouts,
