@@ -164,13 +164,17 @@ def measured_grasp_score(
 ) -> float:
     """The grasp score of the world's state, measured: the fraction of ``tries`` proposals drawn
     on its observed cloud (half of them pinches at the seen outline) that lift the object, each
-    tried from this state (restored after). NaN when ``tries`` is 0."""
+    tried from this state (restored after). NaN when ``tries`` is 0, or when the object is seen by
+    too few points to draw a grasp on (unmeasured, not zero: the object may well be graspable)."""
     if tries <= 0:
         return float("nan")
     from afford_perception.preafford.grasp_module import cloud_proposals
     from afford_sim.preafford.grasps import Grasp, try_grasps
 
-    tcp, rot = cloud_proposals(cloud, is_obj, tries, rng, rim=0.5)
+    try:
+        tcp, rot = cloud_proposals(cloud, is_obj, tries, rng, rim=0.5)
+    except ValueError:  # the object is barely seen (grasp_module.seen_object)
+        return float("nan")
     results = try_grasps(world, [Grasp(t, r) for t, r in zip(tcp, rot, strict=True)])
     return sum(r.success for r in results) / tries
 
@@ -230,10 +234,15 @@ def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
             "rise": res[:, 2].astype(np.float32),
             "turn_deg": res[:, 3].astype(np.float32),
         }
+    from afford_perception.preafford.grasp_module import MIN_SEEN
+
     start = world.snapshot()
-    score_before = measured_grasp_score(world, cloud, is_obj, cfg.score_tries, rng)
+    # An object the camera barely sees (a hat deep in the slot) gets no push: none can be aimed
+    # at it. The episode is stored empty, so the collection goes on and a resumed run skips it.
+    seen = int(is_obj.sum()) >= MIN_SEEN
+    score_before = measured_grasp_score(world, cloud, is_obj, cfg.score_tries, rng) if seen else float("nan")
     pushes, outcomes, after, after_masks, scores = [], [], [], [], []
-    for _ in range(cfg.pushes):
+    for _ in range(cfg.pushes if seen else 0):
         world.restore(start)
         push = sample_push(world, cloud, is_obj, rng, cfg.feature_bias)
         did = world.push_vector(push)
@@ -243,20 +252,20 @@ def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
         after.append(c1)
         after_masks.append(m1)
         scores.append(0.0 if did.fell else measured_grasp_score(world, c1, m1, cfg.score_tries, rng))
-    out = np.array(outcomes, dtype=float)
+    out = np.array(outcomes, dtype=float).reshape(-1, 5)
     return {
         "score_before": np.array(score_before, dtype=np.float32),
         "score_after": np.array(scores, dtype=np.float32),
         "cloud": cloud,
         "object_mask": is_obj,
-        "pushes": np.array(pushes, dtype=np.float32),
+        "pushes": np.array(pushes, dtype=np.float32).reshape(-1, 5),
         "moved": out[:, 0].astype(np.float32),
         "turned_deg": out[:, 1].astype(np.float32),
         "fell": out[:, 2].astype(bool),
         "collided": out[:, 3].astype(bool),
         "blocked": out[:, 4].astype(bool),
-        "clouds_after": np.stack(after).astype(np.float32),
-        "object_mask_after": np.stack(after_masks),
+        "clouds_after": np.array(after, dtype=np.float32).reshape(-1, *cloud.shape),
+        "object_mask_after": np.array(after_masks, dtype=bool).reshape(-1, *is_obj.shape),
     }
 
 

@@ -3,6 +3,7 @@ resumable, refused when the config differs, the same on a rerun of the same seed
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -120,3 +121,24 @@ def test_an_episode_is_a_function_of_its_seed() -> None:
     (ep, _) = episodes_of(_small("grasp"))
     a, b = collect_episode(ep), collect_episode(ep)
     assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_a_push_that_hides_the_object_is_unmeasured_not_a_crash(tmp_path: Path) -> None:
+    """In the slot, one of this laptop's pushes leaves it out of the camera's sight (0 points): its
+    grasp score cannot be measured (NaN, not 0: it may be graspable), the episode is kept, and
+    the pushing critic's loader leaves that push out. It once aborted a whole collection."""
+    from afford_perception.preafford.push_module import load_push_states
+
+    scenes = ("edge", "wall", "slope", "slot", "multi")
+    cfg = CollectConfig("push", episodes=1, scenes=scenes, first_seed=200000)  # the training categories
+    (ep,) = [e for e in episodes_of(cfg) if (e.scene, e.category) == ("slot", "laptop")]
+    arrays = collect_episode(ep)
+    hidden = arrays["object_mask_after"].sum(axis=1) == 0
+    assert hidden.any() and np.all(np.isnan(arrays["score_after"][hidden]))
+    assert np.all(np.isfinite(arrays["score_after"][~hidden])) and np.isfinite(arrays["score_before"])
+    np.savez(tmp_path / "ep.npz", **arrays)
+    (tmp_path / "c" / "episodes" / "slot" / "laptop").mkdir(parents=True)
+    (tmp_path / "ep.npz").rename(tmp_path / "c" / "episodes" / "slot" / "laptop" / "200000.npz")
+    (tmp_path / "c" / "config.json").write_text(json.dumps(cfg.as_dict()))
+    (state,) = load_push_states(tmp_path / "c")
+    assert len(state.pushes) == int((~hidden).sum()) and np.all(np.isfinite(state.target))

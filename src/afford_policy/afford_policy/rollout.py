@@ -22,7 +22,8 @@ simulated seconds):
 validates the harness (a demonstration replayed through it must succeed).
 :class:`LeRobotPolicy` runs a policy ``lerobot-train`` wrote (ACT, Diffusion Policy, Pi 0.5:
 :mod:`afford_policy.pi05`) on the CPU. :func:`evaluate` runs episodes seed by seed into a run
-directory, one JSON record per episode written atomically (a killed run resumes), and writes ``report.md``.
+directory, one JSON record per episode written atomically (a killed run resumes), and writes
+``report.md``.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ dataset, offline and on the CPU.
 ``lerobot-train`` needs a few flags to run here at all: the dataset from a local root (no hub),
 videos decoded with PyAV (the default decoder, torchcodec, does not load with the pinned
 torch), ACT and Diffusion Policy without their ImageNet backbone weights (a download), no push
-to the hub, no W&B,
-at most 2 data-loader workers on a 2-core machine. :func:`lerobot_train_command` writes them
-once; ``afford policy train`` runs it, and plain ``lerobot-train`` with the same flags works too.
+to the hub, no W&B, at most 2 data-loader workers on a 2-core machine.
+:func:`lerobot_train_command` writes them once; ``afford policy train`` runs it, and plain
+``lerobot-train`` with the same flags works too.
 """
 
 from __future__ import annotations

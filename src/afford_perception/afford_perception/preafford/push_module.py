@@ -117,7 +117,9 @@ class PushState:
 
 
 def load_push_states(root: str | Path) -> list[PushState]:
-    """Every episode of a push collection with its pushes' targets."""
+    """Every episode of a push collection with its pushes' targets; pushes whose grasp score
+    could not be measured (the object barely seen before or after: NaN) are left out, and
+    episodes left with none."""
     root = Path(root)
     config = json.loads((root / "config.json").read_text())
     if config.get("module") != "push" or not config.get("score_tries"):
@@ -126,15 +128,21 @@ def load_push_states(root: str | Path) -> list[PushState]:
     for path in sorted((root / "episodes").glob("*/*/*.npz")):
         with np.load(path) as f:
             gain = f["score_after"] - f["score_before"]
+            keep = np.isfinite(gain)
+            if not keep.any():
+                continue
+            pushes = f["pushes"][keep]
             out.append(
                 PushState(
                     path.parent.parent.name,
                     path.parent.name,
                     f["cloud"],
                     f["object_mask"],
-                    f["pushes"],
-                    target(gain, f["pushes"][:, 4], f["turned_deg"], f["fell"], f["collided"]),
-                    gain,
+                    pushes,
+                    target(
+                        gain[keep], pushes[:, 4], f["turned_deg"][keep], f["fell"][keep], f["collided"][keep]
+                    ),
+                    gain[keep],
                 )
             )
     if not out:
