@@ -59,11 +59,15 @@ fi
 #    type support generators through the ament index, hence AMENT_PREFIX_PATH.
 export AMENT_PREFIX_PATH="$VENV${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
 export PATH="$VENV/bin:$PATH"
-# A cache from another checkout or venv would build against the wrong paths: start over.
+# A cache from another checkout, venv or Python (a venv remade at the same path with another
+# version keeps the old site-packages path in the cache) would build against the wrong paths:
+# start over.
 cache="$BUILD_DIR/CMakeCache.txt"
+stamp="$BUILD_DIR/.afford-python"
 if [ -f "$cache" ] && ! { grep -qxF "CMAKE_HOME_DIRECTORY:INTERNAL=$PKG_DIR" "$cache" \
-    && grep -qxF "CMAKE_INSTALL_PREFIX:PATH=$VENV" "$cache"; }; then
-  log "build cache belongs to another checkout or venv; removing $BUILD_DIR"
+    && grep -qxF "CMAKE_INSTALL_PREFIX:PATH=$VENV" "$cache" \
+    && [ "$(cat "$stamp" 2>/dev/null)" = "$PY_VER" ]; }; then
+  log "build cache belongs to another checkout, venv or Python; removing $BUILD_DIR"
   rm -rf "$BUILD_DIR"
 fi
 log "configuring in ${BUILD_DIR#"$ROOT"/}"
@@ -73,6 +77,7 @@ cmake -S "$PKG_DIR" -B "$BUILD_DIR" --log-level=WARNING \
   -DCMAKE_PREFIX_PATH="$VENV" \
   -DPython3_EXECUTABLE="$VENV/bin/python" \
   -DBUILD_TESTING=OFF >/dev/null
+echo "$PY_VER" > "$stamp"
 log "building"
 cmake --build "$BUILD_DIR" -j "$(nproc)" >/dev/null
 log "installing into $VENV"
