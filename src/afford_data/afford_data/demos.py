@@ -40,6 +40,7 @@ import numpy as np
 
 from afford_core.files import remove_temporaries, write_atomic
 from afford_core.parallel import run_jobs, run_jobs_ray
+from afford_data.dataset import ACTION_KEY, EPISODES_FILE, FRONT_KEY, STATE_KEY, TASK_KEY, WRIST_KEY
 from afford_pipeline.execution import WorldExecutor
 
 # The cameras live in afford_sim: the graph's sim world renders them too.
@@ -229,11 +230,11 @@ def features(config: DemoConfig) -> dict[str, dict[str, Any]]:
     kind = "video" if config.use_videos else "image"
     image = {"dtype": kind, "shape": (h, w, 3), "names": ["height", "width", "channels"]}
     return {
-        "observation.images.front": dict(image),
-        "observation.images.wrist": dict(image),
-        "observation.state": {"dtype": "float32", "shape": (len(joints) + 1,),
+        FRONT_KEY: dict(image),
+        WRIST_KEY: dict(image),
+        STATE_KEY: {"dtype": "float32", "shape": (len(joints) + 1,),
                               "names": [*joints, "gripper_width"]},
-        "action": {"dtype": "float32", "shape": (len(joints) + 1,), "names": [*joints, "gripper_closed"]},
+        ACTION_KEY: {"dtype": "float32", "shape": (len(joints) + 1,), "names": [*joints, "gripper_closed"]},
         "action.ee": {"dtype": "float32", "shape": (8,),
                       "names": ["x", "y", "z", "qw", "qx", "qy", "qz", "gripper_closed"]},
     }
@@ -362,18 +363,18 @@ def _build(config: DemoConfig, out: Path, staging: Path, kept: list[dict[str, An
             arrays = {k: z[k] for k in z.files}
         for t in range(len(arrays["state"])):
             ds.add_frame({
-                "observation.images.front": arrays[FRONT][t],
-                "observation.images.wrist": arrays[WRIST][t],
-                "observation.state": arrays["state"][t],
-                "action": arrays["action"][t],
+                FRONT_KEY: arrays[FRONT][t],
+                WRIST_KEY: arrays[WRIST][t],
+                STATE_KEY: arrays["state"][t],
+                ACTION_KEY: arrays["action"][t],
                 "action.ee": arrays["ee"][t],
-                "task": meta["instruction"],
+                TASK_KEY: meta["instruction"],
             })
         ds.save_episode()
         report.episodes += 1
         report.frames += len(arrays["state"])
     ds.finalize()
-    with open(tmp / "meta" / "afford_episodes.jsonl", "w") as fh:
+    with open(tmp / "meta" / EPISODES_FILE, "w") as fh:
         for i, meta in enumerate(kept):
             fh.write(json.dumps({"episode_index": i, **meta}, sort_keys=True, default=str) + "\n")
     (tmp / "README.md").write_text(_card(config, kept, report, repo_id))

@@ -25,48 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from afford_sim.policy_cameras import FRONT
-
-EPISODES_FILE = "afford_episodes.jsonl"
-FRONT_KEY = f"observation.images.{FRONT}"
+from afford_data.dataset import EPISODES_FILE, DemoDataset
 
 
-@dataclass(frozen=True)
-class Source:
-    """One dataset to merge: its directory, LeRobot ``info.json`` and our episode metadata."""
-
-    root: Path
-    info: dict[str, Any]
-    episodes: list[dict[str, Any]]
-
-    @staticmethod
-    def read(root: Path | str) -> Source:
-        root = Path(root)
-        info_path, eps_path = root / "meta" / "info.json", root / "meta" / EPISODES_FILE
-        for p in (info_path, eps_path):
-            if not p.is_file():
-                raise FileNotFoundError(f"{root} is not a dataset written by `afford generate`: no {p.name}")
-        episodes = [json.loads(line) for line in eps_path.read_text().splitlines() if line.strip()]
-        if not episodes:
-            raise ValueError(f"{root} holds no episodes")
-        return Source(root, json.loads(info_path.read_text()), episodes)
-
-    @property
-    def task_id(self) -> str:
-        ids = {str(e["task_id"]) for e in self.episodes}
-        if len(ids) != 1:
-            raise ValueError(f"{self.root} mixes tasks {sorted(ids)}")
-        return ids.pop()
-
-    def signature(self) -> dict[str, Any]:
-        """What must agree between sources."""
-        h, w = self.info["features"][FRONT_KEY]["shape"][:2]
-        return {
-            "task": self.task_id,
-            "robot": self.info.get("robot_type"),
-            "fps": self.info.get("fps"),
-            "camera size": f"{w}x{h}",
-        }
+def _signature(ds: DemoDataset) -> dict[str, Any]:
+    """What must agree between sources."""
+    w, h = ds.image_size
+    return {"task": ds.task_id, "robot": ds.robot, "fps": ds.fps, "camera size": f"{w}x{h}"}
 
 
 @dataclass
@@ -82,7 +47,7 @@ class MergeReport:
         return f"{self.out}: {self.episodes} episodes, {self.frames} frames from {len(self.sources)} datasets"
 
 
-def check_sources(roots: Sequence[Path | str]) -> list[Source]:
+def check_sources(roots: Sequence[Path | str]) -> list[DemoDataset]:
     """The sources, read and checked (module docstring).
 
     Raises:
@@ -93,10 +58,10 @@ def check_sources(roots: Sequence[Path | str]) -> list[Source]:
     resolved = [Path(r).resolve() for r in roots]
     if len(set(resolved)) != len(resolved):
         raise ValueError("a dataset is named twice")
-    sources = [Source.read(r) for r in roots]
-    first = sources[0].signature()
+    sources = [DemoDataset.load(r) for r in roots]
+    first = _signature(sources[0])
     for src in sources[1:]:
-        sig = src.signature()
+        sig = _signature(src)
         differ = [k for k in first if sig[k] != first[k]]
         if differ:
             what = "; ".join(f"{k} {first[k]} in {sources[0].root}, {sig[k]} in {src.root}" for k in differ)
@@ -159,7 +124,7 @@ def merge(roots: Sequence[Path | str], out: Path | str, *, repo_id: str | None =
     return MergeReport(out, [s.root for s in sources], len(episodes), sum(want))
 
 
-def _card(sources: list[Source], repo_id: str, episodes: int, frames: int) -> str:
+def _card(sources: list[DemoDataset], repo_id: str, episodes: int, frames: int) -> str:
     rows = "\n".join(
         f"| `{s.root}` | {len(s.episodes)} | {min(int(e['seed']) for e in s.episodes)}.."
         f"{max(int(e['seed']) for e in s.episodes)} |"
