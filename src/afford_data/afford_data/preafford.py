@@ -240,7 +240,7 @@ def collect_episode(ep: Episode) -> dict[str, np.ndarray]:
     # An object the camera barely sees (a hat deep in the slot) gets no push: none can be aimed
     # at it. The episode is stored empty, so the collection goes on and a resumed run skips it.
     seen = int(is_obj.sum()) >= MIN_SEEN
-    score_before = measured_grasp_score(world, cloud, is_obj, cfg.score_tries, rng) if seen else float("nan")
+    score_before = measured_grasp_score(world, cloud, is_obj, cfg.score_tries, rng)  # NaN when unseen
     pushes, outcomes, after, after_masks, scores = [], [], [], [], []
     for _ in range(cfg.pushes if seen else 0):
         world.restore(start)
