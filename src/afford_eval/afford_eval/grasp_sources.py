@@ -179,11 +179,11 @@ def true_part_points(ep: Episode, part: str | None, n: int = 1500) -> np.ndarray
     assert ep.world is not None
     meshes = []
     for s in ep.world.collision_shapes():
-        if s.object == ep.intent.target and part in (None, s.part) and s.kind == "convex":
+        if s.object == ep.target_name and part in (None, s.part) and s.kind == "convex":
             assert s.vertices is not None and s.faces is not None
             meshes.append(trimesh.Trimesh(s.world_vertices(), s.faces, process=False))
     if not meshes:
-        raise ValueError(f"the simulator has no {part} on the {ep.intent.target}")
+        raise ValueError(f"the simulator has no {part} on the {ep.target_name}")
     mesh = trimesh.util.concatenate(meshes)
     pts, _ = trimesh.sample.sample_surface(mesh, n, seed=ep.seed)
     return np.asarray(pts, dtype=np.float64)

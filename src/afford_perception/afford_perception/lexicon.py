@@ -427,6 +427,13 @@ def object_phrases() -> dict[str, list[str]]:
 
 
 @functools.cache
+def plural_phrases() -> dict[str, list[str]]:
+    """The plural of every phrase naming each category ("cubes", "blocks"). Cached: read-only."""
+    return {cat.name: list(dict.fromkeys(_plural(p) for p in (cat.name.replace("_", " "), *cat.synonyms)))
+            for cat in CATEGORIES.values()}
+
+
+@functools.cache
 def part_phrases(category: str | None = None) -> dict[str, list[str]]:
     """Phrases naming each part: shared synonyms, the spaced part name, and (for a given
     category) that category's own part synonyms. With a category, only its parts."""

@@ -70,6 +70,7 @@ Decisions worth knowing (each is a rule, not a per-task special case):
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1257,6 +1258,85 @@ _GOES = re.compile(r"^(.+?)\s+(?:goes|go|should\s+go)\s+((?:in|on|into|onto)\b.*
 _FIRST = re.compile(r"^\s*(?:first(?:ly)?|to\s+start)\b[,\s]*", re.IGNORECASE)
 
 
+#: What says the things go into one tower: "a tower", "on top of each other", "one on another",
+#: "one stack" / "a single pile" (a bare "stack the cubes" is two cups or blocks, one on the other).
+_TOWER_CUE = re.compile(r"\b(?:tower|on\s+top\s+of\s+(?:each\s+other|one\s+another)"
+                        r"|one\s+on\s+(?:top\s+of\s+)?(?:another|the\s+other)"
+                        r"|(?:one|a\s+single|a)\s+(?:tall\s+|high\s+)?(?:stack|pile)"
+                        r"|as\s+the\s+base)\b")
+_COUNT_WORDS = {"two": 2, "both": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+_COUNT = r"(?:two|both|three|four|five|six|[2-6])"
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _COUNT_WORDS[word]
+
+
+def _tower(text: str, known_objects: Sequence[str] | None,
+           config: ParserConfig | None) -> list[Intent] | None:
+    """A tower of several things of one kind, built one on top of the last, as that many
+    stacks: "stack the four cubes into a tower" is three intents, a cube on a cube each (the
+    composite that runs them names the blocks; the sentence does not). None when the sentence
+    is no tower of one kind (the ordinary readings decide then).
+
+    The count is said ("the four cubes", "all 4 blocks", "the other three" on one) or, for "all
+    the cubes" / "every block", the scene's (``known_objects`` lists each object once).
+
+    Raises:
+        TaskParseError: a tower of things that cannot be stacked, of one thing, or of things
+            neither counted nor in a known scene.
+    """
+    low = " ".join(lx.tokenize(text)).replace(" ,", ",")
+    if not _TOWER_CUE.search(low) or len([p for p in _STEP_BREAK.split(text) if p.strip(" ,.;")]) > 1:
+        return None  # no tower, or several tasks in turn: each piece is read alone
+    named: dict[str, re.Match[str]] = {}
+    singular = lx.object_phrases()
+    for cat, phrases in lx.plural_phrases().items():
+        # The plural, counted or not ("the four cubes", "the blocks"), or "every"/"each" block.
+        ways = [rf"\b(?:(?P<n>{_COUNT})\s+(?:\w+\s+)?)?{re.escape(p)}\b" for p in phrases]
+        ways += [rf"\b(?:every|each)\s+(?:\w+\s+)?{re.escape(p)}\b"
+                 for p in singular[cat] if p not in phrases]
+        for way in sorted(ways, key=len, reverse=True):
+            m = re.search(way, low)
+            if m:
+                named[cat] = m
+                break
+    others = re.search(rf"\bthe\s+other\s+(?P<n>{_COUNT})\b", low)
+    if not named and others:  # "take one cube as the base and stack the other three on it"
+        for cat, phrases in singular.items():
+            m = next((m for p in phrases if (m := re.search(rf"\bone\s+(?:\w+\s+)?{re.escape(p)}\b", low))),
+                     None)
+            if m:
+                named[cat] = m
+    if len(named) != 1:
+        return None
+    (cat, m), = named.items()
+    say = cat.replace("_", " ")
+    if known_objects is not None and cat not in known_objects:
+        raise TaskParseError(f"there is no {say} in the scene to stack ('{text}'); objects in the scene: "
+                             f"{_join(sorted(set(known_objects)))}", ParseErrorKind.NOT_IN_SCENE, text)
+    if CATEGORIES[cat].fixed:
+        raise TaskParseError(f"{_human(cat)}s stand where they are: they cannot be stacked into a tower",
+                             ParseErrorKind.UNSUPPORTED, text)
+    every = re.search(rf"\ball\s+(?P<n>{_COUNT})\b", low)
+    said = m.groupdict().get("n") or (every.group("n") if every else None)
+    if said:
+        n = _count(said)
+    elif others:  # one as the base and "the other three" on it
+        n = _count(others.group("n")) + 1
+    elif known_objects is not None:
+        n = list(known_objects).count(cat)
+    else:
+        raise TaskParseError(f"how many {say}s go into the tower? Say it ('stack the four {say}s into a "
+                             "tower'): the scene is not known when the sentence is read",
+                             ParseErrorKind.INCOMPLETE, text)
+    if n < 2:
+        raise TaskParseError(f"a tower needs at least two {say}s, '{text}' has {n}",
+                             ParseErrorKind.INCOMPLETE, text)
+    step = parse(f"stack the {say} on the other {say}", None if known_objects is None else [cat], config)
+    return [dataclasses.replace(step, text=f"{step.text} ({k} of {n - 1}: {text})") for k in range(1, n)]
+
+
 def parse_steps(
     text: str, known_objects: Sequence[str] | None = None, config: ParserConfig | None = None
 ) -> list[Intent]:
@@ -1267,7 +1347,8 @@ def parse_steps(
     :func:`parse` refuses is cut at its sequence words (", then", "and then", "after that",
     "once that's done", ";"; a leading "first" is dropped) and each piece parsed alone; a later
     piece without a verb takes the everyday verb of the step before ("..., then the cube in
-    the mug": put). When the first piece is a
+    the mug": put). A tower of several things of one kind ("stack the four cubes into a tower")
+    is that many stacks, one intent each (:func:`_tower`). When the first piece is a
     task of its own the sentence is a sequence, and every later piece must be one too ("then
     put it in the mug": "it" names nothing, refused with the piece); otherwise the whole
     sentence's refusal stands.
@@ -1277,6 +1358,10 @@ def parse_steps(
             (its message names the piece), or the whole sentence's error when it has no
             sequence words.
     """
+    if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS:
+        tower = _tower(text, known_objects, config)
+        if tower is not None:
+            return tower
     try:
         return [parse(text, known_objects, config)]
     except TaskParseError as err:
@@ -1288,6 +1373,10 @@ def parse_steps(
             raise
         intents: list[Intent] = []
         for k, piece in enumerate(pieces, 1):
+            tower = _tower(piece, known_objects, config)
+            if tower is not None:
+                intents.extend(tower)
+                continue
             try:
                 intents.append(parse(piece, known_objects, config))
             except TaskParseError as step_err:

@@ -185,6 +185,12 @@ class Episode:
         self.planner = MotionPlanner(self.model, self.cworld)
 
     @property
+    def target_name(self) -> str:
+        """The target's name in the batch world's scene: the task's (a tower's ``cube_3``), else
+        the parsed category (an object of its kind alone in the scene is named by it)."""
+        return self.task.target_name if self.task is not None else self.intent.target
+
+    @property
     def region(self) -> np.ndarray:
         """Grounded points of the grasp region."""
         return self.parts[self.intent.grasp_region]
@@ -215,13 +221,13 @@ class Episode:
         """Render the camera; back-project the target, the destination and the obstacles."""
         assert self.world is not None, "perceive() renders the batch world; use observe() without one"
         obs = self.world.render()
-        self.cloud = _observed(self.world, obs, self.intent.target, self.seed)
+        self.cloud = _observed(self.world, obs, self.target_name, self.seed)
         if self.intent.destination:
             # The task names the receiver in the scene: a second block to stack on is "cube_2".
             dest = (self.task.destination_name if self.task is not None else None) or self.intent.destination
             self._dest_cloud = _observed(self.world, obs, dest, self.seed + 1)
         # Obstacles for the clearance term: everything seen but the target and the support.
-        scene = self.world.scene_cloud(obs, exclude=[self.intent.target, "table", "floor"])
+        scene = self.world.scene_cloud(obs, exclude=[self.target_name, "table", "floor"])
         self.obstacles = voxel_down(scene, 0.005)
         if len(self.obstacles):
             self.cworld.add_point_cloud("scene", self.obstacles, resolution=0.006)
@@ -442,7 +448,7 @@ class Episode:
         if self.world is None:
             return None
         try:
-            now = _observed(self.world, self.world.render(), self.intent.target, self.seed + 2)
+            now = _observed(self.world, self.world.render(), self.target_name, self.seed + 2)
         except ValueError:
             return None  # hidden by the hand
         return now, {k: self._ground(now, k) for k in self.parts}

@@ -388,6 +388,41 @@ def closing_axis(local: np.ndarray, approach: np.ndarray, isotropy_ratio: float)
     return _unit(home_y)
 
 
+#: Share of its smallest enclosing rectangle a top view must fill to be read as a square face
+#: (a square fills all of it, a disc pi / 4 = 0.785 of it), and the least ratio of the
+#: rectangle's short side to its long one (a bar's top view fills its rectangle too, but a
+#: bar is closed across, as its principal axes say).
+SQUARE_FILL = 0.9
+SQUARE_SIDES = 0.8
+
+
+def _square_face_axis(points: np.ndarray) -> np.ndarray | None:
+    """For a top view that is a square face (a block's top, :data:`SQUARE_FILL`,
+    :data:`SQUARE_SIDES`), the one of its
+    two side directions nearest the home closing axis; None for anything else (a disc, a
+    scatter, fewer than three points). A square's principal axes are undefined, and the home
+    yaw, 45 deg off the robot's x, closes a parallel gripper on a block's opposite edges, from
+    which it slips; across its faces it holds."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    xy = np.asarray(points, dtype=float)[:, :2]
+    rect = _min_area_rect(xy)
+    if rect is None:
+        return None
+    try:
+        hull_area = float(ConvexHull(xy).volume)
+    except (QhullError, ValueError):
+        return None
+    u = rect[1]
+    v = np.array([-u[1], u[0]])
+    su, sv = float(np.ptp(xy @ u)), float(np.ptp(xy @ v))
+    if su * sv <= 0 or hull_area / (su * sv) < SQUARE_FILL or min(su, sv) / max(su, sv) < SQUARE_SIDES:
+        return None
+    home = _HOME_ROTATION[:2, 1]
+    best = max((u, v), key=lambda a: abs(float(a @ home)))
+    return np.array([best[0], best[1], 0.0])
+
+
 def _extent(points: np.ndarray, axis: np.ndarray) -> float:
     t = points @ axis
     return float(t.max() - t.min()) if len(t) else 0.0
@@ -519,7 +554,11 @@ def _topdown_grasps(region: np.ndarray, p: np.ndarray, config: Stage1Config) -> 
     top, bottom = column[:, 2].max(), column[:, 2].min()
     depth = min(config.max_depth, config.depth_fraction * (top - bottom))
     tcp = np.array([p[0], p[1], top - depth])
-    y0 = closing_axis(column, _DOWN, config.isotropy_ratio)
+    # A block's square top (the whole region's top view: the column, cut round by the local
+    # radius, is no square) is closed across its faces.
+    y0 = _square_face_axis(region)
+    if y0 is None:
+        y0 = closing_axis(column, _DOWN, config.isotropy_ratio)
     out = []
     for j in range(config.num_topdown_yaws):
         angle = np.pi * j / config.num_topdown_yaws
@@ -694,15 +733,16 @@ def _is_elongated(cloud: ObjectCloud, extents: np.ndarray, config: AxisGraspConf
     return bool(extents[0] >= config.elongation_ratio * max(extents[1], 1e-9))
 
 
-def _min_area_axis(xy: np.ndarray) -> np.ndarray | None:
-    """Direction of the long side of the smallest rectangle around ``xy`` (a box's face)."""
+def _min_area_rect(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The smallest rectangle around ``xy``: its centre and the direction of its long side; None
+    for points on a line or fewer than three."""
     from scipy.spatial import ConvexHull, QhullError
 
     try:
         hull = xy[ConvexHull(xy).vertices]
     except (QhullError, ValueError):
         return None
-    best: tuple[float, np.ndarray] | None = None
+    best: tuple[float, np.ndarray, np.ndarray] | None = None
     for i in range(len(hull)):
         edge = hull[(i + 1) % len(hull)] - hull[i]
         n = float(np.linalg.norm(edge))
@@ -710,13 +750,34 @@ def _min_area_axis(xy: np.ndarray) -> np.ndarray | None:
             continue
         u = edge / n
         v = np.array([-u[1], u[0]])
-        su, sv = float(np.ptp(hull @ u)), float(np.ptp(hull @ v))
+        pu, pv = hull @ u, hull @ v
+        su, sv = float(np.ptp(pu)), float(np.ptp(pv))
         if best is None or su * sv < best[0]:
-            best = (su * sv, u if su >= sv else v)
+            centre = u * 0.5 * (pu.min() + pu.max()) + v * 0.5 * (pv.min() + pv.max())
+            best = (su * sv, centre, u if su >= sv else v)
     if best is None:
         return None
-    u = best[1]
+    return best[1], best[2]
+
+
+def _min_area_axis(xy: np.ndarray) -> np.ndarray | None:
+    """Direction of the long side of the smallest rectangle around ``xy`` (a box's face)."""
+    rect = _min_area_rect(xy)
+    if rect is None:
+        return None
+    u = rect[1]
     return -u if u[0] < -1e-12 or (abs(u[0]) <= 1e-12 and u[1] < 0) else u
+
+
+def footprint_centre(points: np.ndarray) -> np.ndarray:
+    """Horizontal centre of a box-shaped object from what one camera saw of it: the middle of the
+    smallest rectangle around the points' top view. A block seen from above shows its whole top
+    face, or, held in the hand with the top hidden, two side faces whose top view is an L that
+    spans the footprint; the points' median leans towards the camera by up to a quarter of a
+    side. The median when the points span no area (fewer than three, or on a line)."""
+    xy = np.asarray(points, dtype=float)[:, :2]
+    rect = _min_area_rect(xy)
+    return np.median(xy, axis=0) if rect is None else rect[0]
 
 
 def sample_axis_grasps(cloud: ObjectCloud, config: AxisGraspConfig) -> list[GraspCandidate]:

@@ -95,7 +95,7 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     _b("composite_3picks_to_paperbox", "medium", "composite", "place-bell-pepper-soup-can-cube-paper-box-v1"),
     # Hard: composite affordance tasks (10).
     _b("hang_mugcup", "hard", "hang", "hang-mug-v1"),
-    _b("stack_four_cube", "hard", "stack"),
+    _b("stack_four_cube", "hard", "stack", "stack-cube-tower-v1"),
     _b("composite_load_microwave", "hard", "composite"),
     _b("composite_2pickplaces", "hard", "composite", "place-banana-plate-then-cube-mug-v1"),
     _b("composite_pour_then_hang", "hard", "composite", "pour-mug-then-hang-mug-v1"),

@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 
@@ -994,6 +994,66 @@ class PourThenHangTask(PlaceSequenceTask):
         return _to_the_right(dataclasses.replace(spec, objects=(mug, *spec.objects[1:])), "bowl")
 
 
+def _named(task: Task, target: str, destination: str | None) -> Task:
+    """``task`` acting on the scene's objects ``target`` and ``destination`` (a block of a tower,
+    ``cube_3`` onto ``cube_2``) instead of the ones its own scene names; its checks, skill and
+    id are its own."""
+    cls = type(type(task).__name__, (type(task),), {"target_name": target, "destination_name": destination})
+    return cast(Task, cls())
+
+
+class TowerTask(CompositeTask):
+    """Stack blocks into one tower, each on top of the last (AffordSim's stack_four_cube: "cubes
+    are stacked one at a time on top of the previous tower, and a single mid-sequence stacking
+    failure topples the partial tower and terminates the entire task").
+
+    Example: "stack the four cubes into a tower".
+    The steps are the stack task (:attr:`steps`, one per block put on), each on named blocks:
+    the base is the scene's ``<kind>``, the blocks going on are ``<kind>_2``, ``<kind>_3`` ...
+    in the order they are stacked, each onto the one before (the robot tells them apart by the
+    order it stacks them in; the sentence does not name them).
+    Randomized: every block's shape (an asset seed each) with its edge drawn in [4.5, 6] cm (the
+    generator's everyday blocks start at 4 cm; a 4 cm block under a 6 cm one leaves a 1 cm ledge
+    each side that a few millimetres of placing error tip over, and the seed's tower is of
+    equal toy blocks); the base in a 6 x 6 cm window 55 cm ahead and 12 cm to the robot's left,
+    the others in the composite rows on its right (12 x 12 cm windows 42 and 64 cm ahead, 14 cm
+    right; 10 x 10 cm 53 cm ahead, 34 cm right), every block with +-45 deg yaw (a block is the
+    same every quarter turn); the scene's blocks never overlap (rejection sampling).
+    Success: each step's stages as the stack task judges them alone (grasp, lift, place: on the
+    block below, touching neither the table nor the fingers, its centre over that block's
+    footprint), in order, a failed stage ending the task; then ``kept``: every block placed
+    earlier still on the one below it after the last (a later block that knocked the tower over
+    fails the task, as in the seed).
+    """
+
+    #: The edge range of the blocks (m).
+    block_size: ClassVar[tuple[float, float]] = (0.045, 0.06)
+    base_window: ClassVar[Window] = Window(center=(0.55, 0.12), size=(0.06, 0.06),
+                                           yaw=(-math.pi / 4, math.pi / 4))
+
+    def block_names(self) -> list[str]:
+        """The blocks bottom to top: the base, then each block in the order it goes on."""
+        kind = self.target
+        return [kind, *(f"{kind}_{k}" for k in range(2, len(self.steps) + 2))]
+
+    def subtasks(self) -> list[Task]:
+        names = self.block_names()
+        return [_named(get_task(step), names[k + 1], names[k]) for k, step in enumerate(self.steps)]
+
+    def scene(self, seed: int) -> SceneSpec:
+        names = self.block_names()
+        if len(names) - 1 > len(_ROWS):
+            raise ValueError(f"{self.task_id}: at most {len(_ROWS)} blocks fit the table's rows beside "
+                             "the base")
+        rng = np.random.default_rng(seed)
+        quarter = (-math.pi / 4, math.pi / 4)
+        windows = [self.base_window] + [dataclasses.replace(row, yaw=quarter) for row in _ROWS]
+        objects = [ObjectSpec(name, self.target, int(rng.integers(0, 10_000)), window,
+                              params=_draw_shape(rng, {"size": self.block_size}))
+                   for name, window in zip(names, windows, strict=False)]
+        return _scene(*objects)
+
+
 def pour_part(target: str) -> str:
     """The part a container pours from: the first of its parts that affords ``pour_out``."""
     parts = category(target).parts_with("pour_out")
@@ -1360,3 +1420,12 @@ register_composite(
                   "first pour water from the kettle into the bowl and then pour water from the kettle "
                   "into the mug",
                   "pour the kettle into the bowl; then pour the kettle into the mug"))
+
+# Four blocks into one tower (AffordSim's stack_four_cube): the stack task three times, each on
+# the block put down before. The sentence names the blocks as a group; the parser reads "the four
+# cubes into a tower" as that many stacks (afford_perception.parser.parse_steps).
+_ORDER["stack-cube-tower-v1"] = len(_ORDER)
+register_composite(
+    TowerTask, "stack-cube-tower-v1", steps=("stack-cube-v1",) * 3, tier="hard",
+    instructions=("stack the four cubes into a tower", "build a tower out of the four cubes",
+                  "stack the four cubes on top of each other"))

@@ -91,7 +91,11 @@ class Place(GraspSkill):
         # A vessel into one of its kind (a paper cup into a paper cup) has millimetres to spare:
         # centre it by the axis of its base, not by the median of the side the camera saw.
         nest = ctx.intent.target == ctx.intent.destination and _goes_inside(ctx)
-        return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, occupied, round_base=nest))]
+        # One thing onto another of its kind (a block on a block, a tower): both centred by
+        # their footprints, which one view gets right where its median does not.
+        boxes = ctx.intent.target == ctx.intent.destination and not nest
+        return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, occupied, round_base=nest,
+                                                   boxes=boxes))]
 
 
 def _goes_inside(ctx: SkillContext) -> bool:

@@ -392,13 +392,18 @@ class SkillRunner:
         self.move_line(back, "retreat")
 
     def place(self, held: HeldObject, surface_points: np.ndarray,
-              occupied: np.ndarray | None = None, round_base: bool = False) -> None:
+              occupied: np.ndarray | None = None, round_base: bool = False, boxes: bool = False) -> None:
         """Put the held object down centred over ``surface_points`` (the receiving region), or,
         when ``occupied`` (points of things already on it) leaves no room there, at the free
         spot beside them (:func:`free_spot`). With ``round_base`` the object is centred by the
         axis of its round base (:func:`base_axis_xy`) instead of its points' median: what one
         camera sees of a held cup lies to one side of its axis, a centimetre off, and a cup
-        nested into another has millimetres to spare."""
+        nested into another has millimetres to spare. With ``boxes`` (a block onto a block)
+        both are centred by their footprints (:func:`~afford_planner.candidates.footprint_centre`):
+        a tower of blocks each a centimetre or two off its median-aimed spot leans over its
+        base's edge by the third block."""
+        from afford_planner.candidates import footprint_centre
+
         pose = self.current_pose()
         obj = held.in_world(pose)
         # A round base has no long axis to align (and what is seen of it, one side, can look
@@ -410,14 +415,16 @@ class SkillRunner:
             centre = np.append(np.median(obj[:, :2], axis=0), 0.0)
             pose = _rotated_about(pose, np.array([0.0, 0.0, 1.0]), turn, centre)
             obj = held.in_world(pose)
-        target_xy = receiving_centre(surface_points)
+        target_xy = footprint_centre(surface_points) if boxes else receiving_centre(surface_points)
         if occupied is not None and len(occupied):
             obj_xy = obj[:, :2] - np.median(obj[:, :2], axis=0)
             target_xy = free_spot(surface_points, occupied, float(np.max(np.linalg.norm(obj_xy, axis=1))),
                                   target_xy)
         top = float(np.percentile(surface_points[:, 2], 90))
         delta = np.zeros(3)
-        delta[:2] = target_xy - (base_axis_xy(obj) if round_base else np.median(obj[:, :2], axis=0))
+        held_xy = (base_axis_xy(obj) if round_base else footprint_centre(obj) if boxes
+                   else np.median(obj[:, :2], axis=0))
+        delta[:2] = target_xy - held_xy
         delta[2] = top + self.config.place_clearance - obj[:, 2].min()
         down = 0.08
         above = _translated(pose, delta + np.array([0, 0, down]))
