@@ -506,3 +506,51 @@ def test_a_sequence_with_a_bad_step_is_refused(text: str, kind: ParseErrorKind, 
     assert err.value.kind is kind and fragment in str(err.value), str(err.value)
     with pytest.raises(TaskParseError):  # parse itself still takes one task
         parse(text, config=NO_EMBEDDINGS)
+
+
+@pytest.mark.parametrize(("text", "known", "stacks"), [
+    ("stack the four cubes into a tower", None, 3),
+    ("build a tower out of the four blocks", None, 3),
+    ("please pile all 4 blocks on top of each other", None, 3),
+    ("stack the three cubes one on top of another", None, 2),
+    # Uncounted: the scene says how many (each object once in known_objects).
+    ("stack the blocks on top of each other", ["cube"] * 4, 3),
+    ("make one tower using every block on the table", ["cube"] * 5 + ["plate"], 4),
+    ("take one cube as the base and stack the other three on it", None, 3),
+    # Two things on top of each other are one stack: the single-step task.
+    ("stack the two cubes on top of each other", None, 1),
+])
+def test_a_tower_of_one_kind_is_that_many_stacks(text: str, known: list[str] | None, stacks: int) -> None:
+    """Each stack is a cube onto a cube; which block goes where is the composite task's."""
+    from afford_perception.parser import parse_steps
+
+    intents = parse_steps(text, known_objects=known, config=NO_EMBEDDINGS)
+    assert [(i.target, i.next_action, i.destination) for i in intents] == [
+        ("cube", NextAction.STACK, "cube")] * stacks
+    if stacks > 1:
+        assert all(text in i.text for i in intents)  # each step says which sentence it serves
+
+
+def test_a_tower_sentence_among_steps_is_one_of_them() -> None:
+    from afford_perception.parser import parse_steps
+
+    steps = [(i.target, i.next_action.value, i.destination)
+             for i in parse_steps("put the banana on the plate, then stack the three cubes into a tower",
+                                  config=NO_EMBEDDINGS)]
+    assert steps == [("banana", "place", "plate"), ("cube", "stack", "cube"), ("cube", "stack", "cube")]
+
+
+@pytest.mark.parametrize(("text", "known", "kind", "fragment"), [
+    # Nothing says how many, and the scene is not known: asked, not guessed.
+    ("stack the cubes into a tower", None, ParseErrorKind.INCOMPLETE, "how many cubes"),
+    ("stack the cubes into a tower", ["cube"], ParseErrorKind.INCOMPLETE, "at least two"),
+    ("stack the four cubes into a tower", ["banana", "plate"], ParseErrorKind.NOT_IN_SCENE, "no cube"),
+    ("stack the four microwaves into a tower", None, ParseErrorKind.UNSUPPORTED, "cannot be stacked"),
+])
+def test_a_tower_that_cannot_be_built_is_refused(text: str, known: list[str] | None, kind: ParseErrorKind,
+                                                 fragment: str) -> None:
+    from afford_perception.parser import parse_steps
+
+    with pytest.raises(TaskParseError) as err:
+        parse_steps(text, known_objects=known, config=NO_EMBEDDINGS)
+    assert err.value.kind is kind and fragment in str(err.value), str(err.value)

@@ -769,15 +769,39 @@ def _min_area_axis(xy: np.ndarray) -> np.ndarray | None:
     return -u if u[0] < -1e-12 or (abs(u[0]) <= 1e-12 and u[1] < 0) else u
 
 
-def footprint_centre(points: np.ndarray) -> np.ndarray:
-    """Horizontal centre of a box-shaped object from what one camera saw of it: the middle of the
-    smallest rectangle around the points' top view. A block seen from above shows its whole top
-    face, or, held in the hand with the top hidden, two side faces whose top view is an L that
-    spans the footprint; the points' median leans towards the camera by up to a quarter of a
-    side. The median when the points span no area (fewer than three, or on a line)."""
+def footprint_centre(points: np.ndarray, edge: float = 0.002) -> np.ndarray:
+    """Horizontal centre of a box-shaped object from what one camera saw of it: the middle of
+    the rectangle around the points' top view whose sides the most points lie on (within
+    ``edge``), its sides along one of the convex hull's edges. A block seen from above shows its
+    whole top face, whose four edges lie on the sides of that rectangle; held in the hand with the
+    top hidden it shows two side faces, an L in the top view whose arms span the footprint and
+    lie on two sides of it (the smallest rectangle around an L runs along its hypotenuse, and
+    its middle is off). The points' median leans towards the camera by up to a quarter of a side.
+    The median when the points span no area (fewer than three, or on a line)."""
+    from scipy.spatial import ConvexHull, QhullError
+
     xy = np.asarray(points, dtype=float)[:, :2]
-    rect = _min_area_rect(xy)
-    return np.median(xy, axis=0) if rect is None else rect[0]
+    median = np.median(xy, axis=0)
+    try:
+        hull = xy[ConvexHull(xy).vertices]
+    except (QhullError, ValueError):
+        return median
+    best: tuple[int, float, np.ndarray] | None = None
+    for i in range(len(hull)):
+        e = hull[(i + 1) % len(hull)] - hull[i]
+        n = float(np.linalg.norm(e))
+        if n < 1e-9:
+            continue
+        u = e / n
+        v = np.array([-u[1], u[0]])
+        pu, pv = xy @ u, xy @ v
+        on_sides = int(np.sum((pu - pu.min() < edge) | (pu.max() - pu < edge)
+                              | (pv - pv.min() < edge) | (pv.max() - pv < edge)))
+        area = float(np.ptp(pu) * np.ptp(pv))
+        if best is None or on_sides > best[0] or (on_sides == best[0] and area < best[1]):
+            centre = u * 0.5 * (pu.min() + pu.max()) + v * 0.5 * (pv.min() + pv.max())
+            best = (on_sides, area, centre)
+    return median if best is None else best[2]
 
 
 def sample_axis_grasps(cloud: ObjectCloud, config: AxisGraspConfig) -> list[GraspCandidate]:

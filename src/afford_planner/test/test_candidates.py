@@ -10,6 +10,7 @@ from afford_planner.candidates import (
     AxisGraspConfig,
     Stage1Config,
     contact_point,
+    footprint_centre,
     index_candidates,
     mean_shift,
     sample_affordance_grasps,
@@ -401,3 +402,66 @@ def test_tilt_grasps_refuse_what_cannot_hold_or_reach() -> None:
              for y in (0.03, -0.03) for gx, gz in [np.meshgrid(g, np.linspace(0.0, 0.2, 30))]]
     assert sample_tilt_grasps(handle, np.array([0.0, 1.0, 0.0]), np.zeros(3), config,
                               obstacles=np.vstack([handle, *walls])) == []
+
+
+def _seen_block(size: float, yaw: float, step: float = 0.002) -> np.ndarray:
+    """A block on the table as one camera sees it (from the robot's front left, above): its
+    whole top face and the two side faces towards -x and +y, turned by ``yaw`` about its axis."""
+    g = np.arange(-size / 2, size / 2 + 1e-9, step)
+    a, b = np.meshgrid(g, g)
+    a, b = a.ravel(), b.ravel()
+    h = size / 2
+    faces = [np.column_stack([a, b, np.full(a.size, size)]),            # top
+             np.column_stack([np.full(a.size, -h), a, b + h]),          # -x side
+             np.column_stack([a, np.full(a.size, h), b + h])]           # +y side
+    c, s = np.cos(yaw), np.sin(yaw)
+    rot = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+    return np.vstack(faces) @ rot.T + np.array([0.5, -0.1, 0.0])
+
+
+@pytest.mark.parametrize("yaw_deg", [0.0, 10.0, 30.0, -40.0])
+def test_top_down_grasps_close_a_block_across_its_faces(yaw_deg: float) -> None:
+    """A block's top is square: its principal axes are undefined, and the home yaw (45 deg off
+    the robot's x) would close the fingers on opposite edges, from which the block slips. The
+    top-down grasps close along a face's normal, whatever the block's yaw."""
+    yaw = np.deg2rad(yaw_deg)
+    pts = _seen_block(0.05, yaw)
+    cloud = ObjectCloud(pts, "cube", object_center=np.array([0.5, -0.1, 0.025]))
+    cands = sample_affordance_grasps(pts, cloud, Stage1Config(include_topdown=True, num_topdown_yaws=2))
+    top = [c for c in cands if np.allclose(c.approach, [0, 0, -1])]
+    assert len(top) == 2
+    normals = [np.array([np.cos(yaw), np.sin(yaw), 0.0]), np.array([-np.sin(yaw), np.cos(yaw), 0.0])]
+    for c in top:
+        off = min(np.degrees(np.arccos(min(1.0, abs(float(c.closing_axis @ n))))) for n in normals)
+        assert off < 3.0, (yaw_deg, off)
+
+
+def test_only_a_square_top_view_is_read_as_faces() -> None:
+    """A disc fills pi / 4 of its bounding square and a bar's top view is a thin strip: neither
+    is a block's square top, so their top-down grasps keep the axis the geometry or the home yaw
+    gives, as before; a block's top, at any yaw, is."""
+    from afford_planner.candidates import _square_face_axis
+
+    assert _square_face_axis(_cylinder(radius=0.03, height=0.08)) is None
+    assert _square_face_axis(_bar(np.zeros(3), np.array([1.0, 0.0, 0.0]), length=0.1, radius=0.005)) is None
+    for yaw in (0.0, 0.3, -0.7):
+        axis = _square_face_axis(_seen_block(0.05, yaw))
+        assert axis is not None
+        assert max(abs(float(axis[:2] @ [np.cos(yaw), np.sin(yaw)])),
+                   abs(float(axis[:2] @ [-np.sin(yaw), np.cos(yaw)]))) > 0.999
+
+
+@pytest.mark.parametrize("yaw_deg", [0.0, 25.0, -35.0])
+def test_footprint_centre_finds_a_seen_block_s_middle_where_the_median_leans(yaw_deg: float) -> None:
+    """What one camera sees of a block is its top and two sides: their median leans a
+    centimetre towards the camera; the smallest rectangle around the top view is the block's."""
+    pts = _seen_block(0.05, np.deg2rad(yaw_deg))
+    truth = np.array([0.5, -0.1])
+    assert np.linalg.norm(np.median(pts[:, :2], axis=0) - truth) > 0.004
+    assert np.linalg.norm(footprint_centre(pts) - truth) < 0.001
+    # Held in the hand with the top hidden, the two sides still span the footprint.
+    sides = pts[pts[:, 2] < 0.05 - 1e-6]
+    assert np.linalg.norm(footprint_centre(sides) - truth) < 0.001
+    # Points on a line (or too few) span no rectangle: their median.
+    line = np.column_stack([np.linspace(0, 0.1, 20), np.zeros(20), np.zeros(20)])
+    assert footprint_centre(line) == pytest.approx([0.05, 0.0])

@@ -620,3 +620,58 @@ def test_a_scene_declares_which_joints_start_open_and_refuses_what_it_cannot_set
     drawn = close.drawn(sample_scene(close.scene(SEED), SEED))
     assert abs(np.degrees(drawn["microwave"]["joints"]["door"]) - close.start_deg(SEED)) < 0.01
     assert "door drawn in [40, 70] deg" in close.randomization()["microwave"]["joints"]
+
+
+def test_a_tower_passes_built_and_fails_when_a_block_is_beside_it_or_knocked_off() -> None:
+    """stack-cube-tower-v1: the steps judge named blocks (``cube_2`` onto ``cube`` ...). Where
+    the sampler put them, apart on the table: no step's place passes. Stacked by hand and
+    settled: every step's place passes, and so does ``kept``. The top block moved beside the
+    tower: its step fails, and ``kept`` still holds for the two below it; the middle block
+    knocked off instead: ``kept`` fails for the steps that had put it and the block on it."""
+    from afford_sim.tasks import CompositeTask
+
+    with _scene("stack-cube-tower-v1") as (task, world):
+        assert isinstance(task, CompositeTask)
+        steps = task.subtasks()
+        assert [(s.target_name, s.destination_name) for s in steps] == [
+            ("cube_2", "cube"), ("cube_3", "cube_2"), ("cube_4", "cube_3")]
+        assert {s.task_id for s in steps} == {"stack-cube-v1"}
+        for step in steps:
+            step.begin(world)
+            result = _check(step, "place", world)
+            assert not result.ok and "on the table: True" in result.detail, result.detail
+        base = world.object_center("cube")[:2]
+        for name in ("cube_2", "cube_3", "cube_4"):
+            below = [s.destination_name for s in steps if s.target_name == name][0]
+            assert below is not None
+            verts = np.vstack([s.world_vertices() for s in world.collision_shapes() if s.object == below])
+            _put_centre_at(world, name, [*base, float(verts[:, 2].max()) + 0.035], rotation=np.eye(3))
+            world.advance(0.5)
+        for step in steps:
+            result = _check(step, "place", world)
+            assert result.ok, result.detail
+        assert CompositeTask.check_kept(world, [(s, "place") for s in steps[:-1]]).ok
+        # The top block beside the tower, on the table: its step fails; the tower below holds.
+        _put_centre_at(world, "cube_4", [base[0] + 0.12, base[1], 0.04])
+        world.advance(1.0)
+        assert not _check(steps[2], "place", world).ok
+        assert CompositeTask.check_kept(world, [(s, "place") for s in steps[:-1]]).ok
+        # The middle block knocked off the base (and the one on it with it): kept fails.
+        _put_centre_at(world, "cube_3", [base[0] - 0.12, base[1], 0.04])
+        _put_centre_at(world, "cube_2", [base[0], base[1] - 0.12, 0.04])
+        world.advance(1.0)
+        kept = CompositeTask.check_kept(world, [(s, "place") for s in steps[:-1]])
+        assert not kept.ok and "step 1" in kept.detail and "step 2" in kept.detail, kept.detail
+
+
+def test_a_tower_scene_draws_four_blocks_apart_in_the_declared_sizes() -> None:
+    task = get_task("stack-cube-tower-v1")
+    lo, hi = task.block_size  # type: ignore[attr-defined]
+    for seed in range(5):
+        spec = task.scene(seed)
+        assert [o.name for o in spec.objects] == ["cube", "cube_2", "cube_3", "cube_4"]
+        assert all(lo <= dict(o.params)["size"] <= hi for o in spec.objects)
+        placed = sample_scene(spec, seed)
+        xy = np.array([o.pose[:2, 3] for o in placed.objects])
+        gaps = [np.linalg.norm(a - b) for i, a in enumerate(xy) for b in xy[i + 1:]]
+        assert min(gaps) > hi * 1.4, gaps  # never on or against each other at the start
