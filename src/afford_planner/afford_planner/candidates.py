@@ -733,23 +733,35 @@ def _is_elongated(cloud: ObjectCloud, extents: np.ndarray, config: AxisGraspConf
     return bool(extents[0] >= config.elongation_ratio * max(extents[1], 1e-9))
 
 
-def _min_area_rect(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The smallest rectangle around ``xy``: its centre and the direction of its long side; None
-    for points on a line or fewer than three."""
+def _hull_frames(xy: np.ndarray) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]] | None:
+    """The convex hull of ``xy`` and, per edge of it, the edge's unit direction and its normal
+    (the frames a rectangle fitted to the points can take); None for points on a line or fewer
+    than three."""
     from scipy.spatial import ConvexHull, QhullError
 
     try:
         hull = xy[ConvexHull(xy).vertices]
     except (QhullError, ValueError):
         return None
-    best: tuple[float, np.ndarray, np.ndarray] | None = None
+    frames = []
     for i in range(len(hull)):
         edge = hull[(i + 1) % len(hull)] - hull[i]
         n = float(np.linalg.norm(edge))
-        if n < 1e-9:
-            continue
-        u = edge / n
-        v = np.array([-u[1], u[0]])
+        if n >= 1e-9:
+            u = edge / n
+            frames.append((u, np.array([-u[1], u[0]])))
+    return hull, frames
+
+
+def _min_area_rect(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The smallest rectangle around ``xy``: its centre and the direction of its long side; None
+    for points on a line or fewer than three."""
+    found = _hull_frames(xy)
+    if found is None:
+        return None
+    hull, frames = found
+    best: tuple[float, np.ndarray, np.ndarray] | None = None
+    for u, v in frames:
         pu, pv = hull @ u, hull @ v
         su, sv = float(np.ptp(pu)), float(np.ptp(pv))
         if best is None or su * sv < best[0]:
@@ -778,22 +790,13 @@ def footprint_centre(points: np.ndarray, edge: float = 0.002) -> np.ndarray:
     lie on two sides of it (the smallest rectangle around an L runs along its hypotenuse, and
     its middle is off). The points' median leans towards the camera by up to a quarter of a side.
     The median when the points span no area (fewer than three, or on a line)."""
-    from scipy.spatial import ConvexHull, QhullError
-
     xy = np.asarray(points, dtype=float)[:, :2]
     median = np.median(xy, axis=0)
-    try:
-        hull = xy[ConvexHull(xy).vertices]
-    except (QhullError, ValueError):
+    found = _hull_frames(xy)
+    if found is None:
         return median
     best: tuple[int, float, np.ndarray] | None = None
-    for i in range(len(hull)):
-        e = hull[(i + 1) % len(hull)] - hull[i]
-        n = float(np.linalg.norm(e))
-        if n < 1e-9:
-            continue
-        u = e / n
-        v = np.array([-u[1], u[0]])
+    for u, v in found[1]:
         pu, pv = xy @ u, xy @ v
         on_sides = int(np.sum((pu - pu.min() < edge) | (pu.max() - pu < edge)
                               | (pv - pv.min() < edge) | (pv.max() - pv < edge)))
