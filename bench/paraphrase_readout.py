@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import shlex
 import sys
 from collections import defaultdict
@@ -37,13 +38,17 @@ def read(rows: list[tuple[str, str]]) -> list[tuple[str, str, str | None, str]]:
     from afford_perception.parser import TaskParseError, parse_steps
     from afford_sim.tasks import CompositeTask, find_steps, get_task
 
-    out = []
-    for task_id, sentence in rows:
+    @functools.cache  # one scene per task, not per sentence
+    def scope_of(task_id: str) -> list[str]:
         task = get_task(task_id)
         tasks = task.subtasks() if isinstance(task, CompositeTask) else [task]
         # Each object of the scene once, so "all the cubes" can be counted (a tower of four).
         scope = [o.category for o in task.scene(0).objects]
-        scope += [o for t in tasks for o in (t.target, t.destination) if o and o not in scope]
+        return scope + [o for t in tasks for o in (t.target, t.destination) if o and o not in scope]
+
+    out = []
+    for task_id, sentence in rows:
+        scope = scope_of(task_id)
         try:
             got = find_steps(parse_steps(sentence, known_objects=scope))
             out.append((task_id, sentence, got, "" if got == task_id else f"reached {got}"))

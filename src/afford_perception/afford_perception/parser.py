@@ -1265,7 +1265,13 @@ _TOWER_CUE = re.compile(r"\b(?:tower|on\s+top\s+of\s+(?:each\s+other|one\s+anoth
                         r"|(?:one|a\s+single|a)\s+(?:tall\s+|high\s+)?(?:stack|pile)"
                         r"|as\s+the\s+base)\b")
 _COUNT_WORDS = {"two": 2, "both": 2, "three": 3, "four": 4, "five": 5, "six": 6}
-_COUNT = r"(?:two|both|three|four|five|six|[2-6])"
+_COUNT = rf"(?:{'|'.join(_COUNT_WORDS)}|[2-6])"
+
+
+def _step_pieces(text: str) -> list[str]:
+    """``text`` cut at its sequence words (a leading "first" dropped), the empty pieces left out."""
+    pieces = [p.strip(" ,.;") for p in _STEP_BREAK.split(_FIRST.sub("", text))]
+    return [p for p in pieces if p]
 
 
 def _count(word: str) -> int:
@@ -1287,7 +1293,7 @@ def _tower(text: str, known_objects: Sequence[str] | None,
             neither counted nor in a known scene.
     """
     low = " ".join(lx.tokenize(text)).replace(" ,", ",")
-    if not _TOWER_CUE.search(low) or len([p for p in _STEP_BREAK.split(text) if p.strip(" ,.;")]) > 1:
+    if not _TOWER_CUE.search(low) or len(_step_pieces(text)) > 1:
         return None  # no tower, or several tasks in turn: each piece is read alone
     named: dict[str, re.Match[str]] = {}
     singular = lx.object_phrases()
@@ -1367,8 +1373,7 @@ def parse_steps(
     except TaskParseError as err:
         if err.kind in (ParseErrorKind.EMPTY, ParseErrorKind.TOO_LONG):
             raise
-        pieces = [p.strip(" ,.;") for p in _STEP_BREAK.split(_FIRST.sub("", text))]
-        pieces = [p for p in pieces if p]
+        pieces = _step_pieces(text)
         if len(pieces) < 2:
             raise
         intents: list[Intent] = []

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 from scipy.spatial import cKDTree
@@ -398,26 +398,15 @@ SQUARE_SIDES = 0.8
 
 def _square_face_axis(points: np.ndarray) -> np.ndarray | None:
     """For a top view that is a square face (a block's top, :data:`SQUARE_FILL`,
-    :data:`SQUARE_SIDES`), the one of its
-    two side directions nearest the home closing axis; None for anything else (a disc, a
-    scatter, fewer than three points). A square's principal axes are undefined, and the home
-    yaw, 45 deg off the robot's x, closes a parallel gripper on a block's opposite edges, from
-    which it slips; across its faces it holds."""
-    from scipy.spatial import ConvexHull, QhullError
-
-    xy = np.asarray(points, dtype=float)[:, :2]
-    rect = _min_area_rect(xy)
-    if rect is None:
+    :data:`SQUARE_SIDES`), the one of its two side directions nearest the home closing axis;
+    None for anything else (a disc, a scatter, fewer than three points). A square's principal
+    axes are undefined, and the home yaw, 45 deg off the robot's x, closes a parallel gripper on
+    a block's opposite edges, from which it slips; across its faces it holds."""
+    rect = _min_area_rect(np.asarray(points, dtype=float)[:, :2])
+    if rect is None or rect.fill < SQUARE_FILL or rect.short / rect.long < SQUARE_SIDES:
         return None
-    try:
-        hull_area = float(ConvexHull(xy).volume)
-    except (QhullError, ValueError):
-        return None
-    u = rect[1]
+    u = rect.axis
     v = np.array([-u[1], u[0]])
-    su, sv = float(np.ptp(xy @ u)), float(np.ptp(xy @ v))
-    if su * sv <= 0 or hull_area / (su * sv) < SQUARE_FILL or min(su, sv) / max(su, sv) < SQUARE_SIDES:
-        return None
     home = _HOME_ROTATION[:2, 1]
     best = max((u, v), key=lambda a: abs(float(a @ home)))
     return np.array([best[0], best[1], 0.0])
@@ -733,16 +722,17 @@ def _is_elongated(cloud: ObjectCloud, extents: np.ndarray, config: AxisGraspConf
     return bool(extents[0] >= config.elongation_ratio * max(extents[1], 1e-9))
 
 
-def _hull_frames(xy: np.ndarray) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]] | None:
-    """The convex hull of ``xy`` and, per edge of it, the edge's unit direction and its normal
-    (the frames a rectangle fitted to the points can take); None for points on a line or fewer
-    than three."""
+def _hull_frames(xy: np.ndarray) -> tuple[np.ndarray, float, list[tuple[np.ndarray, np.ndarray]]] | None:
+    """The convex hull of ``xy`` (its vertices and area) and, per edge of it, the edge's unit
+    direction and its normal (the frames a rectangle fitted to the points can take); None for
+    points on a line or fewer than three."""
     from scipy.spatial import ConvexHull, QhullError
 
     try:
-        hull = xy[ConvexHull(xy).vertices]
+        found = ConvexHull(xy)
     except (QhullError, ValueError):
         return None
+    hull = xy[found.vertices]
     frames = []
     for i in range(len(hull)):
         edge = hull[(i + 1) % len(hull)] - hull[i]
@@ -750,26 +740,36 @@ def _hull_frames(xy: np.ndarray) -> tuple[np.ndarray, list[tuple[np.ndarray, np.
         if n >= 1e-9:
             u = edge / n
             frames.append((u, np.array([-u[1], u[0]])))
-    return hull, frames
+    return hull, float(found.volume), frames  # a 2-D hull's "volume" is its area
 
 
-def _min_area_rect(xy: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The smallest rectangle around ``xy``: its centre and the direction of its long side; None
-    for points on a line or fewer than three."""
+class _Rect(NamedTuple):
+    """A rectangle fitted around points' top view."""
+
+    centre: np.ndarray
+    axis: np.ndarray
+    """Direction of its long side."""
+    long: float
+    short: float
+    fill: float
+    """Share of it the points' convex hull covers."""
+
+
+def _min_area_rect(xy: np.ndarray) -> _Rect | None:
+    """The smallest rectangle around ``xy``; None for points on a line or fewer than three."""
     found = _hull_frames(xy)
     if found is None:
         return None
-    hull, frames = found
-    best: tuple[float, np.ndarray, np.ndarray] | None = None
+    hull, area, frames = found
+    best: _Rect | None = None
     for u, v in frames:
         pu, pv = hull @ u, hull @ v
         su, sv = float(np.ptp(pu)), float(np.ptp(pv))
-        if best is None or su * sv < best[0]:
+        if best is None or su * sv < best.long * best.short:
             centre = u * 0.5 * (pu.min() + pu.max()) + v * 0.5 * (pv.min() + pv.max())
-            best = (su * sv, centre, u if su >= sv else v)
-    if best is None:
-        return None
-    return best[1], best[2]
+            best = _Rect(centre, u if su >= sv else v, max(su, sv), min(su, sv),
+                         area / (su * sv) if su * sv > 0 else 0.0)
+    return best
 
 
 def _min_area_axis(xy: np.ndarray) -> np.ndarray | None:
@@ -777,7 +777,7 @@ def _min_area_axis(xy: np.ndarray) -> np.ndarray | None:
     rect = _min_area_rect(xy)
     if rect is None:
         return None
-    u = rect[1]
+    u = rect.axis
     return -u if u[0] < -1e-12 or (abs(u[0]) <= 1e-12 and u[1] < 0) else u
 
 
@@ -796,7 +796,7 @@ def footprint_centre(points: np.ndarray, edge: float = 0.002) -> np.ndarray:
     if found is None:
         return median
     best: tuple[int, float, np.ndarray] | None = None
-    for u, v in found[1]:
+    for u, v in found[2]:
         pu, pv = xy @ u, xy @ v
         on_sides = int(np.sum((pu - pu.min() < edge) | (pu.max() - pu < edge)
                               | (pv - pv.min() < edge) | (pv.max() - pv < edge)))
