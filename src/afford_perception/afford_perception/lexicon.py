@@ -434,6 +434,17 @@ def plural_phrases() -> dict[str, list[str]]:
 
 
 @functools.cache
+def singulars() -> dict[str, tuple[str, str]]:
+    """Each plural phrase's category and singular ("paper cups": paper_cup, "paper cup"); where
+    two categories share a plural, the first category's. Cached: read-only."""
+    out: dict[str, tuple[str, str]] = {}
+    for cat in CATEGORIES.values():
+        for p in (cat.name.replace("_", " "), *cat.synonyms):
+            out.setdefault(_plural(p), (cat.name, p))
+    return out
+
+
+@functools.cache
 def part_phrases(category: str | None = None) -> dict[str, list[str]]:
     """Phrases naming each part: shared synonyms, the spaced part name, and (for a given
     category) that category's own part synonyms. With a category, only its parts."""

@@ -1343,6 +1343,97 @@ def _tower(text: str, known_objects: Sequence[str] | None,
     return [dataclasses.replace(step, text=f"{step.text} ({k} of {n - 1}: {text})") for k in range(1, n)]
 
 
+#: Words that may stand before a plural naming several things to move, as one phrase with it:
+#: "all three of the", "each of the", "both", "these".
+_QUANTIFIERS = frozenset({"all", "each", "every", "both", "of", "the", "these", "those", "one"})
+_EVERY = frozenset({"all", "each", "every", "both"})
+
+
+def _several(text: str, known_objects: Sequence[str] | None,
+             config: ParserConfig | None) -> list[Intent] | None:
+    """Several things of one kind put on one receiver, as one place each: "put the three paper
+    cups on the tray" is three intents, a paper cup onto the tray each (the composite that runs
+    them names the cups; the sentence does not). None when the sentence moves no several things
+    of one kind by a place (the ordinary readings decide then).
+
+    The things are a plural counted ("the three cups", "all 3 cups", "both cups"), quantified
+    ("all (of) the cups", "each of the cups", "every cup") or bare ("the cups"); the count is the
+    said one, else the scene's (``known_objects`` lists each object once). A bare plural with
+    the scene not known, or with one such thing in it, is read as today (one place).
+
+    Raises:
+        TaskParseError: a count the scene does not hold, or "all the cups" with the scene not
+            known (how many is not said).
+    """
+    low = " ".join(lx.tokenize(text)).replace(" ,", ",")
+    if _TOWER_CUE.search(low) or len(_step_pieces(text)) > 1:
+        return None
+    words = low.split(" ")
+    plurals = lx.singulars()
+    singular = {p: cat for cat, phrases in lx.object_phrases().items() for p in phrases if p not in plurals}
+    # The first noun phrase naming several things: a plural, or "every"/"each" and a singular.
+    for i in range(len(words)):
+        hit = None
+        for size in (3, 2, 1):
+            phrase = " ".join(words[i:i + size])
+            if len(words[i:i + size]) == size and (phrase in plurals or phrase in singular):
+                hit = (size, phrase)
+                break
+        if hit is None:
+            continue
+        size, phrase = hit
+        j = i
+        # One describing word between the quantifier and the noun ("the three disposable cups").
+        if j >= 2 and words[j - 1] not in _QUANTIFIERS and not re.fullmatch(_COUNT, words[j - 1]) and (
+                words[j - 2] in _QUANTIFIERS or re.fullmatch(_COUNT, words[j - 2])):
+            j -= 1
+        adjective = words[j:i]
+        while j > 0 and (words[j - 1] in _QUANTIFIERS or re.fullmatch(_COUNT, words[j - 1])):
+            j -= 1
+        before = words[j:i - len(adjective)] if adjective else words[j:i]
+        counted = [_count(w) for w in before if re.fullmatch(_COUNT, w)]
+        quantified = bool(_EVERY & set(before)) or bool(counted)
+        if phrase in singular and not (set(before) & {"each", "every"}):
+            continue  # one thing named: the next noun may be the several
+        break
+    else:
+        return None
+    if "both" in before and not counted:
+        counted = [2]
+    one = plurals[phrase][1] if phrase in plurals else phrase
+    rest = [("it" if w == "them" else w) for w in words[i + size:]]
+    reading = " ".join([*words[:j], "the", *adjective, one, *rest])
+    try:
+        step = parse(reading, known_objects, config)
+    except TaskParseError:
+        return None  # the singular reading refused: the sentence's own reading decides
+    if step.next_action is not NextAction.PLACE or step.destination == step.target:
+        return None
+    try:  # the several things are the ones moved ("put the cube on the two plates" is no such)
+        if parse(f"pick up the {one}", known_objects, config).target != step.target:
+            return None
+    except TaskParseError:
+        return None
+    say = step.target.replace("_", " ")
+    in_scene = None if known_objects is None else list(known_objects).count(step.target)
+    if counted:
+        n = counted[0]
+        if in_scene is not None and in_scene < n:
+            raise TaskParseError(f"the sentence moves {n} {say}s, the scene has {in_scene} ('{text}')",
+                                 ParseErrorKind.NOT_IN_SCENE, text)
+    elif in_scene is not None:
+        n = in_scene
+    elif quantified:
+        raise TaskParseError(f"how many {say}s? Say it ('put the three {say}s on the {step.destination}'): "
+                             "the scene is not known when the sentence is read",
+                             ParseErrorKind.INCOMPLETE, text)
+    else:
+        return None
+    if n < 2:
+        return None
+    return [dataclasses.replace(step, text=f"{step.text} ({k} of {n}: {text})") for k in range(1, n + 1)]
+
+
 def parse_steps(
     text: str, known_objects: Sequence[str] | None = None, config: ParserConfig | None = None
 ) -> list[Intent]:
@@ -1368,6 +1459,9 @@ def parse_steps(
         tower = _tower(text, known_objects, config)
         if tower is not None:
             return tower
+        several = _several(text, known_objects, config)
+        if several is not None:
+            return several
     try:
         return [parse(text, known_objects, config)]
     except TaskParseError as err:
@@ -1378,7 +1472,7 @@ def parse_steps(
             raise
         intents: list[Intent] = []
         for k, piece in enumerate(pieces, 1):
-            tower = _tower(piece, known_objects, config)
+            tower = _tower(piece, known_objects, config) or _several(piece, known_objects, config)
             if tower is not None:
                 intents.extend(tower)
                 continue

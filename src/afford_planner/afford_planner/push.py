@@ -78,14 +78,36 @@ class PushConfig:
             raise ValueError("PushConfig.gap must be >= 0, band and reach_region > 0")
 
 
-def push_goal(receiving: np.ndarray) -> np.ndarray:
+def push_goal(receiving: np.ndarray, max_residual: float = 0.1) -> np.ndarray:
     """Where a pushed object's centre should end: the middle of the receiving part's points (a
-    mat seen from above), at their median height."""
+    mat seen from above), at their median height.
+
+    The middle is the centre of the circle through the outline of the points (their convex
+    hull's corners) when one fits it (RMS residual at most ``max_residual`` of its radius), else
+    the middle of their extent. Part of a round mat hidden behind something taller (a shelf)
+    cuts its outline along a straight edge whose two ends still lie on the mat's rim: the circle
+    through the outline is the whole mat's, where the middle of the seen extent moved 3-5 cm off
+    towards the seen part and the push stopped short of the mat.
+    """
+    from scipy.spatial import ConvexHull, QhullError
+
+    from afford_planner.candidates import fit_circle
+
     pts = np.asarray(receiving, dtype=float).reshape(-1, 3)
     if len(pts) == 0:
         raise ValueError("a push goal needs the receiving part's points")
     lo, hi = np.percentile(pts[:, :2], 2, axis=0), np.percentile(pts[:, :2], 98, axis=0)
-    return np.array([*(0.5 * (lo + hi)), float(np.median(pts[:, 2]))])
+    middle = 0.5 * (lo + hi)
+    try:
+        outline = pts[ConvexHull(pts[:, :2]).vertices, :2]
+    except (QhullError, ValueError):
+        outline = np.empty((0, 2))
+    if len(outline) >= 6:
+        centre, radius, resid = fit_circle(outline)
+        # The seen part's middle lies inside the circle: a wild fit to a sliver does not.
+        if resid <= max_residual * radius and np.linalg.norm(centre - middle) < radius:
+            middle = centre
+    return np.array([*middle, float(np.median(pts[:, 2]))])
 
 
 def push_direction(centre: np.ndarray, goal: np.ndarray) -> np.ndarray:

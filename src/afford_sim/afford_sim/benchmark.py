@@ -102,8 +102,8 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     _b("composite_pour_then_place_coffee", "hard", "composite"),
     _b("composite_double_pour_kettle", "hard", "composite", "pour-kettle-bowl-then-mug-v1"),
     _b("composite_unload_microwave", "hard", "composite"),
-    _b("composite_3cups_to_tray", "hard", "composite"),
-    _b("composite_push_pick_to_shelf", "hard", "composite"),
+    _b("composite_3cups_to_tray", "hard", "composite", "place-paper-cups-tray-v1"),
+    _b("composite_push_pick_to_shelf", "hard", "composite", "push-cheese-box-then-place-paper-cup-shelf-v1"),
 )
 
 #: The seed's Table 1 rows (%), by column: Manual, AnyGrasp, AnyGrasp+Filter, AffordSim, Human Aff.

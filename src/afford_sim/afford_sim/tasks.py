@@ -204,6 +204,9 @@ VIDEO_CAMERA = CameraSpec(
 # Furniture fronts face the robot, so their handles are seen from the robot's side.
 SHOULDER_CAMERA = CameraSpec(name="front", position=(0.05, -0.45, 0.75), target=(0.6, 0.0, 0.15))
 LEFT_SHOULDER_CAMERA = CameraSpec(name="front", position=(0.05, 0.45, 0.75), target=(0.6, 0.0, 0.15))
+# Across the table like the perception camera, 40 cm to the robot's right: it looks past a tall
+# thing on the left (a shelf) at what lies beside it nearer the robot.
+ACROSS_RIGHT_CAMERA = CameraSpec(name="front", position=(1.2, -0.4, 0.9), target=(0.45, -0.05, 0.05))
 
 
 def _scene(*objects: ObjectSpec, camera: CameraSpec = PERCEPTION_CAMERA) -> SceneSpec:
@@ -358,11 +361,12 @@ class PlaceTask(Task):
     def scene(self, seed: int) -> SceneSpec:
         dest, kind = self.destination_name, self.destination
         assert dest is not None and kind is not None
-        target = (self.target_name, dict(self.shapes.get(self.target_name, {})))
+        # The object's kind, not its name: a composite may name it (the second of three cups).
+        target = (self.target, dict(self.shapes.get(self.target, {})))
         receiver = (kind, dict(self.shapes.get(kind, {})))
         (s1, p1), (s2, p2) = _fitting_pair(seed, target, receiver, self.contains())
         return _scene(
-            ObjectSpec(self.target_name, self.target_name, s1, _FRONT, params=p1),
+            ObjectSpec(self.target_name, self.target, s1, _FRONT, params=p1),
             ObjectSpec(
                 dest,
                 kind,
@@ -910,12 +914,15 @@ class PlaceSequenceTask(CompositeTask):
     task; then ``kept``: every earlier object still on its receiver after the last step.
     """
 
+    #: Which of :data:`_ROWS` each step's object stands in, by step (the first row first).
+    row_order: ClassVar[tuple[int, ...]] = (0, 1, 2)
+
     def scene(self, seed: int) -> SceneSpec:
         if len(self.steps) > len(_ROWS):
             raise ValueError(f"{self.task_id}: at most {len(_ROWS)} steps fit the table's rows")
         objects: dict[str, ObjectSpec] = {}
         tasks = self.subtasks()
-        rows = zip(_seeds(seed, len(self.steps)), _ROWS, tasks, strict=False)
+        rows = zip(_seeds(seed, len(self.steps)), [_ROWS[k] for k in self.row_order], tasks, strict=False)
         for k, (step_seed, row, task) in enumerate(rows):
             held, *rest = task.scene(step_seed).objects
             if held.name in objects:
@@ -992,6 +999,70 @@ class PourThenHangTask(PlaceSequenceTask):
         mug = dataclasses.replace(spec.objects[0], placement=dataclasses.replace(spec.objects[0].placement,
                                                                                  yaw=hang.yaw))
         return _to_the_right(dataclasses.replace(spec, objects=(mug, *spec.objects[1:])), "bowl")
+
+
+class PushThenPlaceTask(PlaceSequenceTask):
+    """Push one thing onto a target, then put another on the shelf (AffordSim's
+    composite_push_pick_to_shelf, read as its name says: a push, then a pick and place onto a
+    shelf; the seed names the task only).
+
+    Example: "push the cheese box onto the target, then put the paper cup on the shelf".
+    Randomized: every object's shape as in its step's task alone (the shelf pinned 20-25 cm tall,
+    40-50 cm wide); the pushed object in a 12 x 12 cm window 42 cm ahead on the robot's right,
+    the object to place 22 cm further out, both with +-30 deg yaw; the mat to the left of the
+    pushed object (6 cm +-2 cm between their footprints, as in the push alone), the shelf to the
+    left of the other (14 cm +-2 cm, open front towards the robot, 180 +-15 deg); the scene's
+    objects never overlap (rejection sampling).
+    Success: the push's stages as its task judges them alone (approach: the hand behind the
+    object without moving it more than 1 cm; push: its centre over the mat, upright within
+    15 deg, let go); then the place's (grasp, lift, place: on the shelf, not on the table, not
+    touching the fingers). A failed stage ends the task; then ``kept``: the pushed object still
+    on the mat after the place (an arm that swept it off on the way to the shelf fails).
+    The perception camera stands across the table 40 cm to the right of the usual one
+    (:data:`ACROSS_RIGHT_CAMERA`): from straight across, the shelf, 20-25 cm tall, hid half the
+    mat or more in most scenes, and the push aimed at the seen half stopped short. (From the
+    robot's left shoulder the box's far side was hidden and the push contact sat too high on
+    it; the mat to the right of the pushed object left the hand no plan behind it; the object to
+    place in the nearer row put the pushed box between the camera and the cup.)
+    """
+
+    #: Where the pushed object stands: the nearer composite row, 10 cm further right.
+    push_window: ClassVar[Window] = Window(center=(0.42, -0.24), size=(0.12, 0.12),
+                                           yaw=(-math.pi / 6, math.pi / 6))
+
+    def scene(self, seed: int) -> SceneSpec:
+        spec = super().scene(seed)
+        pushed = dataclasses.replace(spec.objects[0], placement=self.push_window)
+        return _scene(pushed, *spec.objects[1:], camera=ACROSS_RIGHT_CAMERA)
+
+
+class PlaceEachTask(PlaceSequenceTask):
+    """Put several things of one kind on one receiver, one after the other (AffordSim's
+    composite_3cups_to_tray).
+
+    Example: "put the three paper cups on the tray".
+    The steps are one place task (:attr:`steps`, once per thing), each on a named object: the
+    scene's ``<kind>``, ``<kind>_2``, ``<kind>_3`` in the order they are taken, all onto the one
+    receiver (the robot tells them apart by the order it takes them in; the sentence does not
+    name them). Each later one goes down beside those already there (the place skill's free
+    spot).
+    Randomized: every object's shape as in the place alone (an asset seed each); the things in
+    the composite's rows (12 x 12 cm windows 42 and 64 cm ahead, 14 cm right; 10 x 10 cm, 53 cm
+    ahead and 34 cm right; +-30 deg yaw), the receiver to the left of the first, 8 cm (+-2 cm)
+    between their footprints, any yaw; the scene's objects never overlap (rejection sampling).
+    Success: each step's stages as its place task judges them alone (grasp, lift, place: on the
+    receiver, touching neither the table nor the fingers, its centre over the receiver's
+    footprint), in order, a failed stage ending the task; then ``kept``: every thing placed
+    earlier still on the receiver after the last (one knocked off by a later one fails the task).
+    """
+
+    def item_names(self) -> list[str]:
+        """The things in the order they are taken: ``<kind>``, ``<kind>_2`` ..."""
+        return [self.target, *(f"{self.target}_{k}" for k in range(2, len(self.steps) + 1))]
+
+    def subtasks(self) -> list[Task]:
+        tasks = [get_task(step) for step in self.steps]
+        return [_named(t, name, t.destination_name) for t, name in zip(tasks, self.item_names(), strict=True)]
 
 
 def _named(task: Task, target: str, destination: str | None) -> Task:
@@ -1429,3 +1500,22 @@ register_composite(
     TowerTask, "stack-cube-tower-v1", steps=("stack-cube-v1",) * 3, tier="hard",
     instructions=("stack the four cubes into a tower", "build a tower out of the four cubes",
                   "stack the four cubes on top of each other"))
+
+# Three paper cups onto one tray (AffordSim's composite_3cups_to_tray; its "cup" read as the
+# paper cup, as in pick_cup_place_woodshelf): the paper cup's place on the tray three times,
+# each on a cup of its own. The parser reads "the three paper cups" as that many places
+# (afford_perception.parser.parse_steps).
+_ORDER["place-paper-cups-tray-v1"] = len(_ORDER)
+register_composite(
+    PlaceEachTask, "place-paper-cups-tray-v1", steps=(_place_id("paper_cup", "tray"),) * 3, tier="hard",
+    instructions=("put the three paper cups on the tray", "place all three paper cups on the tray",
+                  "move the three paper cups onto the tray"))
+
+# A push, then a pick and place onto the shelf (AffordSim's composite_push_pick_to_shelf).
+_ORDER["push-cheese-box-then-place-paper-cup-shelf-v1"] = len(_ORDER)
+register_composite(
+    PushThenPlaceTask, "push-cheese-box-then-place-paper-cup-shelf-v1",
+    steps=("push-cheese-box-v1", _place_id("paper_cup", "shelf")), tier="hard",
+    instructions=("push the cheese box onto the target, then put the paper cup on the shelf",
+                  "first push the cheese box to the target and then place the paper cup on the shelf",
+                  "slide the cheese box onto the target mat; then move the paper cup onto the shelf"))

@@ -247,40 +247,46 @@ def occupied_on(receiver: np.ndarray, obstacles: np.ndarray, above: float = 0.00
 def free_spot(surface: np.ndarray, occupied: np.ndarray, radius: float, prefer: np.ndarray,
               margin: float = 0.01, edge_share: float = 0.4, samples: int = 400) -> np.ndarray:
     """Where over a receiving ``surface`` an object of footprint ``radius`` goes down clear of
-    what already lies there (``occupied``, :func:`occupied_on`).
+    what already lies there (``occupied``, :func:`occupied_on`): the first of
+    :func:`free_spots`. Horizontal (2,)."""
+    return free_spots(surface, occupied, radius, prefer, margin, edge_share, samples)[0]
 
-    ``prefer`` (the receiver's centre) when nothing is within ``radius + margin`` of it; else,
-    among the surface points whose distance to the surface's outline is at least
-    ``edge_share * radius`` (the object's centre well on the receiver), the one farthest from
-    the occupied points, the nearest to ``prefer`` among those clear by ``margin``. Horizontal
-    (2,).
+
+def free_spots(surface: np.ndarray, occupied: np.ndarray, radius: float, prefer: np.ndarray,
+               margin: float = 0.01, edge_share: float = 0.4, samples: int = 400) -> np.ndarray:
+    """Spots over a receiving ``surface`` for an object of footprint ``radius``, best first,
+    clear of what already lies there (``occupied``, :func:`occupied_on`).
+
+    ``prefer`` (the receiver's centre) alone when nothing is within ``radius + margin`` of it;
+    else the surface points whose distance to the surface's outline is at least ``edge_share *
+    radius`` (the object's centre well on the receiver): those clear of the occupied points by
+    ``margin``, nearest to ``prefer`` first, then the rest, the clearest first. (K, 2).
     """
     from scipy.spatial import ConvexHull, QhullError, cKDTree
 
     prefer = np.asarray(prefer, dtype=float)[:2]
     occ = np.asarray(occupied, dtype=float).reshape(-1, 3)[:, :2]
     if not len(occ):
-        return prefer
+        return prefer[None]
     tree = cKDTree(occ)
     if tree.query(prefer)[0] >= radius + margin:
-        return prefer
+        return prefer[None]
     xy = np.asarray(surface, dtype=float).reshape(-1, 3)[:, :2]
     if len(xy) > samples:
         xy = xy[np.random.default_rng(0).choice(len(xy), samples, replace=False)]
     try:
         hull = ConvexHull(xy)
     except (QhullError, ValueError):
-        return prefer
+        return prefer[None]
     inside = -(xy @ hull.equations[:, :2].T + hull.equations[:, 2]).min(axis=1)
     cand = xy[inside >= edge_share * radius]
     if not len(cand):
-        return prefer
+        return prefer[None]
     clear = tree.query(cand)[0] - radius
     ok = clear >= margin
-    if ok.any():
-        cand = cand[ok]
-        return cand[np.argmin(np.linalg.norm(cand - prefer, axis=1))]
-    return cand[np.argmax(clear)]
+    near = cand[ok][np.argsort(np.linalg.norm(cand[ok] - prefer, axis=1), kind="stable")]
+    rest = cand[~ok][np.argsort(-clear[~ok], kind="stable")]
+    return np.vstack([near, rest])
 
 
 def _translated(pose: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -416,17 +422,18 @@ class SkillRunner:
             pose = _rotated_about(pose, np.array([0.0, 0.0, 1.0]), turn, centre)
             obj = held.in_world(pose)
         target_xy = footprint_centre(surface_points) if boxes else receiving_centre(surface_points)
-        if occupied is not None and len(occupied):
-            obj_xy = obj[:, :2] - np.median(obj[:, :2], axis=0)
-            target_xy = free_spot(surface_points, occupied, float(np.max(np.linalg.norm(obj_xy, axis=1))),
-                                  target_xy)
         top = float(np.percentile(surface_points[:, 2], 90))
-        delta = np.zeros(3)
         held_xy = (base_axis_xy(obj) if round_base else footprint_centre(obj) if boxes
                    else np.median(obj[:, :2], axis=0))
-        delta[:2] = target_xy - held_xy
+        delta = np.zeros(3)
         delta[2] = top + self.config.place_clearance - obj[:, 2].min()
         down = 0.08
+        if occupied is not None and len(occupied):
+            obj_xy = obj[:, :2] - np.median(obj[:, :2], axis=0)
+            spots = free_spots(surface_points, occupied, float(np.max(np.linalg.norm(obj_xy, axis=1))),
+                               target_xy)
+            target_xy = self._spot_the_hand_fits(pose, held_xy, delta[2], spots, down)
+        delta[:2] = target_xy - held_xy
         above = _translated(pose, delta + np.array([0, 0, down]))
         self.move_to(above, "carry")
         line = self.planner.cartesian_path(self.executor.arm_q(), _translated(pose, delta))
@@ -438,6 +445,42 @@ class SkillRunner:
             line = dataclasses.replace(line, success=True)
         self._execute(line, "lower")
         self.release_and_retreat()
+
+    def _spot_the_hand_fits(self, pose: np.ndarray, held_xy: np.ndarray, dz: float, spots: np.ndarray,
+                            down: float, tries: int = 12, spread: float = 0.015) -> np.ndarray:
+        """The first of ``spots`` where the arm, holding the object as it does now (``pose``),
+        reaches the pose ``down`` metres above the put-down one and lowers it there along the
+        line :meth:`place` runs (blocked no higher than a release drop); the first spot when
+        none of ``tries`` spots, ``spread`` apart at least, is.
+
+        A spot clear of the things already on the receiver by the object's own footprint can
+        still put a finger or the hand's body on one of them (the fingers stand out of a held
+        cup's side, and the hand is 20 cm across them): the second of three cups onto a tray met
+        the first with a finger half-way down. The planner's collision model, which holds the
+        seen scene, judges each spot.
+        """
+        from afford_planner.ik import local_ik
+
+        q0 = self.executor.arm_q()
+        tried: list[np.ndarray] = []
+        for xy in spots:
+            # Neighbouring spots fail together: each try at least `spread` from the ones before.
+            if len(tried) >= tries:
+                break
+            if any(np.linalg.norm(xy - t) < spread for t in tried):
+                continue
+            tried.append(xy)
+            shift = np.array([xy[0] - held_xy[0], xy[1] - held_xy[1], dz])
+            res = local_ik(self.planner.model, _translated(pose, shift + np.array([0.0, 0.0, down])), q0)
+            if not res.success or res.q is None or self.planner.world.in_collision(res.q):
+                continue
+            # The lowering line itself, as place() will run it: a paper cup's flared rim stands
+            # out over its narrower foot, so a finger can clear the foot and meet the rim above it.
+            line = self.planner.cartesian_path(res.q, _translated(pose, shift))
+            blocked = line.reason.startswith("line blocked")
+            if line.success or (blocked and (1.0 - line.fraction) * down <= self.config.max_release_drop):
+                return np.asarray(xy)
+        return np.asarray(spots[0])
 
     def plan_through(self, q: np.ndarray, poses: list[np.ndarray], stage: str) -> np.ndarray:
         """Joint waypoints through TCP poses close to each other (a wrist tilt), from ``q``.
