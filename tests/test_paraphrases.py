@@ -57,12 +57,12 @@ def test_every_development_sentence_reaches_its_task() -> None:
 
 
 def test_the_held_out_set_is_well_formed() -> None:
-    """Only its shape: 24 tasks, 5 sentences each, every id a registered task."""
+    """Only its shape: 26 tasks, 5 sentences each, every id a registered task."""
     from afford_sim.tasks import TASKS
 
     rows = _readout().load(ROOT / "tests" / "data" / "benchmark_paraphrases_heldout.tsv")
     ids = [t for t, _ in rows]
-    assert len(rows) == 120 and all(ids.count(t) == 5 for t in set(ids))
+    assert len(rows) == 130 and len(set(ids)) == 26 and all(ids.count(t) == 5 for t in set(ids))
     assert all(t in TASKS for t in ids)
 
 
@@ -102,16 +102,20 @@ NEW_TASKS_NOT_READ_YET = {
     ("close-microwave-v1", "Push the microwave door closed, it's been left open."),
     ("pour-basket-v1", "dump the basket into the bowl"),
     ("pour-basket-v1", "Can you tip the basket over the bowl so everything falls in?"),
+    # A fifth author's, for the cups onto the tray and the push then place: a receiver put
+    # before the verb ("Onto the tray, please put ...").
+    ("place-paper-cups-tray-v1", "Onto the tray, please put the three cups that are standing on the table."),
 }
 
 
 def test_the_new_tasks_sentences_keep_reaching_their_tasks() -> None:
-    """tests/data/benchmark_paraphrases_new_tasks.tsv: 6 sentences for each of 8 tasks, and 8
-    for the four-block tower (a fourth author); the ones not listed above reach their task, and
-    must keep reaching it; the listed ones do not yet."""
+    """tests/data/benchmark_paraphrases_new_tasks.tsv: 6 sentences for each of 8 tasks, 8 for
+    the four-block tower (a fourth author), and 8 each for the three cups onto the tray and the
+    push then place (a fifth); the ones not listed above reach their task, and must keep
+    reaching it; the listed ones do not yet."""
     ro = _readout()
     rows = ro.load(ROOT / "tests" / "data" / "benchmark_paraphrases_new_tasks.tsv")
-    assert len(rows) == 56 and len({t for t, _ in rows}) == 9
+    assert len(rows) == 72 and len({t for t, _ in rows}) == 11
     missed = {(t, s) for t, s, got, _ in ro.read(rows) if got != t}
     assert not missed - NEW_TASKS_NOT_READ_YET, missed - NEW_TASKS_NOT_READ_YET
     assert missed == NEW_TASKS_NOT_READ_YET, "a listed sentence now parses: update the list"

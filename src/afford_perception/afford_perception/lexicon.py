@@ -259,7 +259,9 @@ LEADING_FILLERS: PhraseIndex[str] = PhraseIndex(
                      "well", "id like you to", "i d like you to", "lets", "let us", "you can", "we need to",
                      "next", "right now", "please could you", "please can you", "please would you",
                      "would you be able to", "could you be able to", "are you able to", "can i ask you to",
-                     "i would like you to please", "could you go ahead and", "real quick")
+                     "i would like you to please", "could you go ahead and", "real quick",
+                     # the verb follows as a gerund ("start by sliding the box onto the mat")
+                     "start by", "begin by", "start off by", "first of all")
 )
 # Politeness after the request, at the end of a clause or as a clause of its own
 # ("..., please?", "... for me", "..., would you?"): they ask for nothing.
@@ -269,7 +271,10 @@ TAIL_FILLERS: PhraseIndex[str] = PhraseIndex(
                      "if you do not mind", "if you dont mind", "when you can", "would you", "could you",
                      "can you", "will you", "ok", "okay", "now", "right now", "real quick", "quickly",
                      "carefully", "gently", "slowly", "please and thank you", "thx", "ty", "pls", "plz",
-                     "right away", "straight away", "as well")
+                     "right away", "straight away", "as well",
+                     # how a push is done, asking nothing more of it: a push never lifts
+                     "without lifting it", "without lifting it up", "without picking it up",
+                     "without lifting them", "without picking them up", "without lifting")
 )
 
 # Where on the work surface, without naming a receiver: "somewhere else on the table", "shift

@@ -1258,6 +1258,49 @@ _GOES = re.compile(r"^(.+?)\s+(?:goes|go|should\s+go)\s+((?:in|on|into|onto)\b.*
 _FIRST = re.compile(r"^\s*(?:first(?:ly)?|to\s+start)\b[,\s]*", re.IGNORECASE)
 
 
+#: A verb's past participle as a wish says it ("I'd like the cups put on the tray", "I need the
+#: box pushed onto the mat"): the irregular ones; a regular one is its verb with -ed.
+_IRREGULAR_PARTICIPLES = {"put": "put", "set": "set", "hung": "hang", "slid": "slide", "stuck": "stick",
+                          "laid": "lay", "thrown": "throw", "brought": "bring"}
+_WISH = re.compile(r"^\s*(?:(?:i|we)(?:['’]?d|\s+would)?\s+(?:like|want|need)|please\s+(?:have|get))\s+"
+                   r"(?P<what>.+?)$", re.IGNORECASE)
+_DONE = re.compile(r"^(?P<obj>.+?)\s+(?P<pp>[a-z]+)\s+(?P<rest>(?:on|onto|in|into|to|over|inside)\b.*)$",
+                   re.IGNORECASE)
+
+
+def _verb_of(participle: str) -> str | None:
+    """The everyday verb a past participle is of, when the lexicon knows it ("pushed": push)."""
+    word = participle.lower()
+    if word in _IRREGULAR_PARTICIPLES:
+        return _IRREGULAR_PARTICIPLES[word]
+    if word.endswith("ed"):
+        for stem in (word[:-1], word[:-2], word[:-3]):  # placed, pushed, dropped
+            if stem in lx.VERBS:
+                return stem
+    return None
+
+
+def _done_as_asked(clause: str) -> str | None:
+    """"the box pushed onto the mat" spelt as the request it is: "push the box onto the mat";
+    None when the clause is no thing with a known verb's participle and where it goes."""
+    m = _DONE.match(clause)
+    if m is None:
+        return None
+    verb = _verb_of(m.group("pp"))
+    if verb is None or not re.match(r"^(?:the|a|an|all|each|every|both|my|this|that|these|those|\d|"
+                                    + _COUNT + r")\b", m.group("obj"), re.IGNORECASE):
+        return None
+    return f"{verb} {m.group('obj')} {m.group('rest')}"
+
+
+def _wished(text: str) -> str:
+    """A wish for a thing done ("I'd like all of the paper cups put on the tray", "I need the box
+    pushed onto the mat first, and then ...") as the request it is ("put all of the paper cups on
+    the tray"); any other sentence as it is."""
+    m = _WISH.match(text)
+    return (_done_as_asked(m.group("what")) or text) if m else text
+
+
 #: What says the things go into one tower: "a tower", "on top of each other", "one on another",
 #: "one stack" / "a single pile" (a bare "stack the cubes" is two cups or blocks, one on the other).
 _TOWER_CUE = re.compile(r"\b(?:tower|on\s+top\s+of\s+(?:each\s+other|one\s+another)"
@@ -1456,6 +1499,7 @@ def parse_steps(
             sequence words.
     """
     if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS:
+        text = _wished(text)
         tower = _tower(text, known_objects, config)
         if tower is not None:
             return tower
@@ -1510,6 +1554,9 @@ def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:
     thing = f"the {before.target.replace('_', ' ')}"
     out: list[str] = []
     if error.startswith("no action verb"):
+        done = _done_as_asked(piece)  # "..., and then the paper cup put on the shelf"
+        if done is not None:
+            out.append(done)
         elided = _GOES.sub(r"\1 \2", piece)
         out.append(f"{verb} {elided}")
         if before.destination:

@@ -554,3 +554,73 @@ def test_a_tower_that_cannot_be_built_is_refused(text: str, known: list[str] | N
     with pytest.raises(TaskParseError) as err:
         parse_steps(text, known_objects=known, config=NO_EMBEDDINGS)
     assert err.value.kind is kind and fragment in str(err.value), str(err.value)
+
+
+_CUPS = ["paper_cup", "paper_cup", "paper_cup", "tray"]
+
+
+@pytest.mark.parametrize(("text", "known", "places"), [
+    ("put the three paper cups on the tray", None, 3),
+    ("put all 3 paper cups on the tray", None, 3),
+    ("put both paper cups on the tray", None, 2),
+    ("move each of the paper cups onto the tray", _CUPS, 3),  # counted in the scene
+    ("place every paper cup on the tray", _CUPS, 3),
+    ("move the cups onto the tray", _CUPS, 3),  # "cup" is the paper cup when no mug is there
+    ("grab the three disposable cups and set them down on the tray", _CUPS, 3),
+    ("I'd like all of the paper cups put on the tray", _CUPS, 3),  # a wish for it done
+    ("put the paper cups on the tray", None, 1),  # a bare plural, no scene: read as today
+    ("put the paper cup on the tray", _CUPS, 1),  # one named: one place
+])
+def test_several_things_of_one_kind_onto_one_receiver_are_that_many_places(
+        text: str, known: list[str] | None, places: int) -> None:
+    from afford_perception.parser import parse_steps
+
+    intents = parse_steps(text, known_objects=known, config=NO_EMBEDDINGS)
+    assert [(i.target, i.next_action, i.destination) for i in intents] == [
+        ("paper_cup", NextAction.PLACE, "tray")] * places
+    if places > 1:  # each step says which sentence it serves (a wish as the request it is)
+        assert all(f"of {places}: " in i.text for i in intents)
+
+
+def test_several_receivers_or_a_stack_are_not_several_places() -> None:
+    """The plural is the receiver, not what moves; a cube stacked on the other of two is one."""
+    from afford_perception.parser import parse_steps
+
+    one = parse_steps("put the cube on the two plates", config=NO_EMBEDDINGS)
+    assert [(i.target, i.destination) for i in one] == [("cube", "plate")]
+    stack = parse_steps("stack the cube on the other cube", known_objects=["cube", "cube"],
+                        config=NO_EMBEDDINGS)
+    assert [(i.target, i.next_action, i.destination) for i in stack] == [("cube", NextAction.STACK, "cube")]
+
+
+@pytest.mark.parametrize(("text", "known", "kind", "fragment"), [
+    ("put all the paper cups on the tray", None, ParseErrorKind.INCOMPLETE, "how many paper cups"),
+    ("put the four paper cups on the tray", _CUPS, ParseErrorKind.NOT_IN_SCENE, "the scene has 3"),
+])
+def test_several_things_the_sentence_or_scene_cannot_count_are_refused(
+        text: str, known: list[str] | None, kind: ParseErrorKind, fragment: str) -> None:
+    from afford_perception.parser import parse_steps
+
+    with pytest.raises(TaskParseError) as err:
+        parse_steps(text, known_objects=known, config=NO_EMBEDDINGS)
+    assert err.value.kind is kind and fragment in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("text", [
+    "I need the cheese box pushed onto the mat first, and then the paper cup put on the shelf",
+    "start by sliding the cheese box onto the target mat, then put the paper cup on the shelf",
+    "slide the cheese box onto the mat without lifting it, and after that put the paper cup on the shelf",
+])
+def test_a_push_then_a_place_said_as_a_wish_or_with_how_it_is_done(text: str) -> None:
+    from afford_perception.parser import parse_steps
+
+    steps = [(i.target, i.next_action, i.destination) for i in parse_steps(text, config=NO_EMBEDDINGS)]
+    assert steps == [("cheese_box", NextAction.PUSH, "target_mat"), ("paper_cup", NextAction.PLACE, "shelf")]
+
+
+def test_a_wish_without_a_known_verb_is_read_as_it_stands() -> None:
+    """"I'd like the cube painted on the plate": no such verb; the sentence's own refusal."""
+    from afford_perception.parser import parse_steps
+
+    with pytest.raises(TaskParseError):
+        parse_steps("I'd like the cube painted on the plate", config=NO_EMBEDDINGS)

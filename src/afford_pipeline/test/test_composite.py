@@ -234,3 +234,34 @@ def test_a_double_pour_puts_its_receivers_on_either_side() -> None:
         placed = sample_scene(task.scene(seed), seed=seed)
         y = {o.name: float(o.pose[1, 3]) for o in placed.objects}
         assert y["bowl"] > y["kettle"] > y["mug"], y
+
+
+CUPS = "place-paper-cups-tray-v1"
+
+
+def test_three_cups_go_onto_one_tray_where_the_hand_fits_beside_the_others() -> None:
+    """composite_3cups_to_tray, seed 2: the second cup's spot nearest the tray's centre clear of
+    the first by its own footprint put a finger on the first cup's flared rim on the way down
+    ("2.place: lower: line blocked at 50% ... fr3_leftfinger<->scene"); the place skill now takes
+    the first spot the hand lowers into without meeting them, and all three stand on the tray."""
+    result = run_task(CUPS, SpineConfig(seed=2))
+    assert result.success, (result.abstained, result.details)
+    assert [s["task_id"] for s in result.steps] == ["place-paper-cup-tray-v1"] * 3
+    assert "2 earlier step(s) still hold" in result.details["kept"]
+
+
+def test_the_three_cups_sentence_runs_the_composite() -> None:
+    from afford_perception.parser import parse_steps
+
+    scene = [o.category for o in get_task(CUPS).scene(0).objects]
+    assert find_steps(parse_steps("put the three paper cups on the tray", known_objects=scene)) == CUPS
+    assert find_steps(parse_steps("put the cups on the tray", known_objects=scene)) == CUPS
+
+
+def test_a_push_then_a_place_runs_both_and_keeps_the_box_on_the_mat() -> None:
+    """composite_push_pick_to_shelf, seed 3: the box slid onto the mat, the cup set on the shelf,
+    and the box still on the mat after the arm went to the shelf."""
+    result = run_task("push-cheese-box-then-place-paper-cup-shelf-v1", SpineConfig(seed=3))
+    assert result.success, (result.abstained, result.details)
+    assert list(result.stages)[:2] == ["1.approach", "1.push"]
+    assert "1 earlier step(s) still hold" in result.details["kept"]

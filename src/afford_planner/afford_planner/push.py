@@ -78,36 +78,61 @@ class PushConfig:
             raise ValueError("PushConfig.gap must be >= 0, band and reach_region > 0")
 
 
-def push_goal(receiving: np.ndarray, max_residual: float = 0.1) -> np.ndarray:
+def push_goal(receiving: np.ndarray, tol: float = 0.003, min_arc_deg: float = 120.0) -> np.ndarray:
     """Where a pushed object's centre should end: the middle of the receiving part's points (a
     mat seen from above), at their median height.
 
-    The middle is the centre of the circle through the outline of the points (their convex
-    hull's corners) when one fits it (RMS residual at most ``max_residual`` of its radius), else
-    the middle of their extent. Part of a round mat hidden behind something taller (a shelf)
-    cuts its outline along a straight edge whose two ends still lie on the mat's rim: the circle
-    through the outline is the whole mat's, where the middle of the seen extent moved 3-5 cm off
-    towards the seen part and the push stopped short of the mat.
+    The middle is the centre of the circle that most corners of the points' outline (their
+    convex hull) lie on, within ``tol``, when those corners span at least ``min_arc_deg`` of
+    it; else the middle of the points' extent. Part of a round mat hidden behind something
+    taller (a shelf) cuts its outline along an edge whose corners lie inside the rim, while the
+    rest of the outline is the rim: the circle through the rim's corners is the whole mat's,
+    where the middle of the seen extent moved 3-5 cm off towards the seen part and the push
+    stopped short of the mat.
     """
-    from scipy.spatial import ConvexHull, QhullError
-
-    from afford_planner.candidates import fit_circle
-
     pts = np.asarray(receiving, dtype=float).reshape(-1, 3)
     if len(pts) == 0:
         raise ValueError("a push goal needs the receiving part's points")
     lo, hi = np.percentile(pts[:, :2], 2, axis=0), np.percentile(pts[:, :2], 98, axis=0)
     middle = 0.5 * (lo + hi)
-    try:
-        outline = pts[ConvexHull(pts[:, :2]).vertices, :2]
-    except (QhullError, ValueError):
-        outline = np.empty((0, 2))
-    if len(outline) >= 6:
-        centre, radius, resid = fit_circle(outline)
-        # The seen part's middle lies inside the circle: a wild fit to a sliver does not.
-        if resid <= max_residual * radius and np.linalg.norm(centre - middle) < radius:
-            middle = centre
+    centre = _rim_centre(pts[:, :2], tol, min_arc_deg)
+    if centre is not None:
+        middle = centre
     return np.array([*middle, float(np.median(pts[:, 2]))])
+
+
+def _rim_centre(xy: np.ndarray, tol: float, min_arc_deg: float, tries: int = 300) -> np.ndarray | None:
+    """Centre of the circle most outline corners of ``xy`` lie on (a seeded consensus over
+    circles through three corners, refitted to its inliers), or None when no circle holds
+    enough of them over ``min_arc_deg`` of arc, or the points' middle is not inside it."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    from afford_planner.candidates import fit_circle
+
+    try:
+        ring = xy[ConvexHull(xy).vertices]
+    except (QhullError, ValueError):
+        return None
+    if len(ring) < 6:
+        return None
+    rng = np.random.default_rng(0)
+    best: np.ndarray | None = None
+    for _ in range(tries):
+        centre, radius, _ = fit_circle(ring[rng.choice(len(ring), 3, replace=False)])
+        if not np.all(np.isfinite(centre)) or radius <= 0:
+            continue
+        inliers = np.abs(np.linalg.norm(ring - centre, axis=1) - radius) <= tol
+        if best is None or inliers.sum() > best.sum():
+            best = inliers
+    if best is None or best.sum() < 6:
+        return None
+    centre, radius, _ = fit_circle(ring[best])
+    angles = np.sort(np.arctan2(*(ring[best] - centre).T[::-1]))
+    gaps = np.diff(np.concatenate([angles, [angles[0] + 2 * np.pi]]))
+    arc = np.degrees(2 * np.pi - gaps.max())
+    if arc < min_arc_deg or np.linalg.norm(np.median(xy, axis=0) - centre) >= radius:
+        return None
+    return centre
 
 
 def push_direction(centre: np.ndarray, goal: np.ndarray) -> np.ndarray:

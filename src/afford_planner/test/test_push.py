@@ -84,3 +84,16 @@ def test_push_rotation_is_a_right_handed_frame() -> None:
 def test_config_refuses_nonsense(bad: dict) -> None:
     with pytest.raises(ValueError):
         PushConfig(**bad)
+
+
+def test_push_goal_finds_a_mat_half_hidden_behind_something_tall() -> None:
+    """A shelf beside a round mat hides its far part from the camera: the seen points end at a
+    straight edge. The middle of what is seen lies off towards the seen part (the push stopped
+    short of the mat); the circle through the seen outline is the whole mat's."""
+    rng = np.random.default_rng(3)
+    a, r = rng.uniform(0, 2 * np.pi, 3000), 0.07 * np.sqrt(rng.uniform(0, 1, 3000))
+    disc = np.column_stack([0.42 + r * np.cos(a), 0.05 + r * np.sin(a), np.full(3000, 0.001)])
+    seen = disc[disc[:, 1] < 0.05 + 0.01]  # the far 6 cm of a 14 cm mat hidden
+    lo, hi = np.percentile(seen[:, :2], 2, axis=0), np.percentile(seen[:, :2], 98, axis=0)
+    assert abs(0.5 * (lo + hi)[1] - 0.05) > 0.02  # the seen extent's middle: 2-3 cm off
+    assert np.allclose(push_goal(seen)[:2], [0.42, 0.05], atol=0.006)

@@ -338,3 +338,21 @@ def test_a_door_swing_carries_the_hand_on_the_handles_arc() -> None:
     with pytest.raises(SkillError, match="no reachable hand pose"):
         runner.swing(np.array([1.5, 1.5, 0.15]), axis, [80.0])
     assert not sent
+
+
+def test_free_spots_rank_the_clear_ones_nearest_the_centre_first() -> None:
+    """The place skill tries spots in this order until the hand fits: with the centre taken,
+    spots clear of what is there come first, nearest the centre first, then the rest."""
+    from afford_planner.skills.motions import free_spots
+
+    rng = np.random.default_rng(4)
+    centre = np.array([0.4, 0.1])
+    plate = _plate(rng, tuple(centre))
+    assert np.allclose(free_spots(plate, np.empty((0, 3)), 0.03, centre), [centre])
+    cup = np.column_stack([rng.uniform(0.37, 0.43, 200), rng.uniform(0.07, 0.13, 200),
+                           rng.uniform(0.01, 0.1, 200)])
+    spots = free_spots(plate, cup, 0.03, centre)
+    clear = np.array([np.min(np.linalg.norm(cup[:, :2] - s, axis=1)) for s in spots]) - 0.03
+    k = int(np.argmin(clear >= 0.01))  # where the clear ones end
+    assert k > 0 and np.all(clear[:k] >= 0.01) and np.all(clear[k:] < 0.01)
+    assert np.all(np.diff(np.linalg.norm(spots[:k] - centre, axis=1)) >= -1e-12)

@@ -675,3 +675,74 @@ def test_a_tower_scene_draws_four_blocks_apart_in_the_declared_sizes() -> None:
         xy = np.array([o.pose[:2, 3] for o in placed.objects])
         gaps = [np.linalg.norm(a - b) for i, a in enumerate(xy) for b in xy[i + 1:]]
         assert min(gaps) > hi * 1.4, gaps  # never on or against each other at the start
+
+
+def test_three_cups_pass_on_the_tray_and_fail_beside_it_or_knocked_off() -> None:
+    """place-paper-cups-tray-v1: the steps judge named cups (``paper_cup``, ``paper_cup_2``,
+    ``paper_cup_3``) onto the one tray. Where the sampler put them, on the table: no step's place
+    passes. Set on the tray side by side and settled: every step's place passes, and ``kept``.
+    The last cup beside the tray: its step fails, the two before still hold; the first knocked
+    off the tray instead: ``kept`` fails for step 1 alone."""
+    from afford_sim.tasks import CompositeTask
+
+    with _scene("place-paper-cups-tray-v1") as (task, world):
+        assert isinstance(task, CompositeTask)
+        steps = task.subtasks()
+        assert [(s.target_name, s.destination_name) for s in steps] == [
+            ("paper_cup", "tray"), ("paper_cup_2", "tray"), ("paper_cup_3", "tray")]
+        assert {s.task_id for s in steps} == {"place-paper-cup-tray-v1"}
+        assert [o.category for o in task.scene(SEED).objects].count("paper_cup") == 3
+        for step in steps:
+            step.begin(world)
+            result = _check(step, "place", world)
+            assert not result.ok and "on the table: True" in result.detail, result.detail
+        tray = world.object_pose("tray")
+        along = tray[:3, 0]  # the tray's length: three cups in a row along it
+        floor = float(np.vstack([s.world_vertices() for s in world.collision_shapes()
+                                 if s.object == "tray"])[:, 2].min()) + 0.01
+        for k, name in enumerate(("paper_cup", "paper_cup_2", "paper_cup_3")):
+            lift = world.object_center(name)[2] - world.object_pose(name)[2, 3]
+            spot = tray[:3, 3] + (k - 1) * 0.08 * along
+            _put_centre_at(world, name, [spot[0], spot[1], floor + lift], rotation=tray[:3, :3])
+        world.advance(1.0)
+        for step in steps:
+            result = _check(step, "place", world)
+            assert result.ok, result.detail
+        assert CompositeTask.check_kept(world, [(s, "place") for s in steps[:-1]]).ok
+        # The last cup beside the tray, on the table: its step fails; the two on the tray hold.
+        beside = tray[:3, 3] + 0.3 * tray[:3, 1]
+        _put_centre_at(world, "paper_cup_3", [beside[0], beside[1], 0.06])
+        world.advance(1.0)
+        assert not _check(steps[2], "place", world).ok
+        assert CompositeTask.check_kept(world, [(s, "place") for s in steps[:-1]]).ok
+        # The first cup knocked off: kept fails, naming step 1 and not step 2.
+        off = tray[:3, 3] - 0.3 * tray[:3, 1]
+        _put_centre_at(world, "paper_cup", [off[0], off[1], 0.06])
+        world.advance(1.0)
+        kept = CompositeTask.check_kept(world, [(s, "place") for s in steps[:-1]])
+        assert not kept.ok and "step 1" in kept.detail and "step 2" not in kept.detail, kept.detail
+
+
+def test_push_then_place_judges_the_push_again_after_the_place() -> None:
+    """push-cheese-box-then-place-paper-cup-shelf-v1: the push's check, then the place's; after
+    the place ``kept`` re-judges the push, so a box swept off the mat on the way fails it."""
+    from afford_sim.tasks import CompositeTask
+
+    with _scene("push-cheese-box-then-place-paper-cup-shelf-v1") as (task, world):
+        assert isinstance(task, CompositeTask)
+        push, place = task.subtasks()
+        assert (push.task_id, place.task_id) == ("push-cheese-box-v1", "place-paper-cup-shelf-v1")
+        for step in (push, place):
+            step.begin(world)
+        assert not _check(push, "push", world).ok  # where it stood: not pushed
+        mat = world.object_pose("target_mat")[:3, 3]
+        lift = world.object_center("cheese_box")[2] - world.object_pose("cheese_box")[2, 3] + 0.003
+        _put_centre_at(world, "cheese_box", [mat[0], mat[1], mat[2] + lift])
+        world.advance(1.0)
+        assert _check(push, "push", world).ok
+        assert CompositeTask.check_kept(world, [(push, "push")]).ok
+        _put_centre_at(world, "cheese_box", [mat[0] - 0.25, mat[1], mat[2] + lift])
+        world.advance(1.0)
+        kept = CompositeTask.check_kept(world, [(push, "push")])
+        assert not kept.ok and "step 1" in kept.detail, kept.detail
+
