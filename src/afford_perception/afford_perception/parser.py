@@ -63,6 +63,11 @@ Decisions worth knowing (each is a rule, not a per-task special case):
 - A clause that only restates the goal ("and leave it in there", "so it sits on the plate",
   "keeping it standing up") is dropped; "there" restates only a destination the sentence
   named ("pick up the cup and leave it there" is refused).
+- Several things of one kind put on one receiver ("the three paper cups on the tray", "each of
+  the cups", "every cup", a bare "the cups" in a scene of three) are one place each
+  (:func:`parse_steps`); the count is said or the scene's, never guessed.
+- A wish for a thing done is the request it is: "I'd like the cups put on the tray", "I need the
+  box pushed onto the mat" (a known verb's past participle and where it goes).
 - A verbless sentence is a place only with a motion preposition ("carrot into the bowl");
   when the object could also pour into the receiver ("kettle into the bowl") it is refused
   as ambiguous, and "the carrot in the bowl" (where it is) is no task.
