@@ -914,15 +914,12 @@ class PlaceSequenceTask(CompositeTask):
     task; then ``kept``: every earlier object still on its receiver after the last step.
     """
 
-    #: Which of :data:`_ROWS` each step's object stands in, by step (the first row first).
-    row_order: ClassVar[tuple[int, ...]] = (0, 1, 2)
-
     def scene(self, seed: int) -> SceneSpec:
         if len(self.steps) > len(_ROWS):
             raise ValueError(f"{self.task_id}: at most {len(_ROWS)} steps fit the table's rows")
         objects: dict[str, ObjectSpec] = {}
         tasks = self.subtasks()
-        rows = zip(_seeds(seed, len(self.steps)), [_ROWS[k] for k in self.row_order], tasks, strict=False)
+        rows = zip(_seeds(seed, len(self.steps)), _ROWS, tasks, strict=False)
         for k, (step_seed, row, task) in enumerate(rows):
             held, *rest = task.scene(step_seed).objects
             if held.name in objects:
@@ -1008,8 +1005,10 @@ class PushThenPlaceTask(PlaceSequenceTask):
 
     Example: "push the cheese box onto the target, then put the paper cup on the shelf".
     Randomized: every object's shape as in its step's task alone (the shelf pinned 20-25 cm tall,
-    40-50 cm wide); the pushed object in a 12 x 12 cm window 42 cm ahead on the robot's right,
-    the object to place 22 cm further out, both with +-30 deg yaw; the mat to the left of the
+    40-50 cm wide); the pushed object in a 12 x 12 cm window 42 cm ahead and 24 cm to the
+    robot's right (the composite's nearer row 10 cm further right: a box pushed onto a mat
+    beside the shelf tipped on the shelf's corner), the object to place in the farther row (12 x
+    12 cm, 64 cm ahead, 14 cm right), both with +-30 deg yaw; the mat to the left of the
     pushed object (6 cm +-2 cm between their footprints, as in the push alone), the shelf to the
     left of the other (14 cm +-2 cm, open front towards the robot, 180 +-15 deg); the scene's
     objects never overlap (rejection sampling).
@@ -1044,8 +1043,8 @@ class PlaceEachTask(PlaceSequenceTask):
     The steps are one place task (:attr:`steps`, once per thing), each on a named object: the
     scene's ``<kind>``, ``<kind>_2``, ``<kind>_3`` in the order they are taken, all onto the one
     receiver (the robot tells them apart by the order it takes them in; the sentence does not
-    name them). Each later one goes down beside those already there (the place skill's free
-    spot).
+    name them). Each later one goes down beside those already there, where the hand lowers it
+    without meeting them (the place skill's ranked free spots).
     Randomized: every object's shape as in the place alone (an asset seed each); the things in
     the composite's rows (12 x 12 cm windows 42 and 64 cm ahead, 14 cm right; 10 x 10 cm, 53 cm
     ahead and 34 cm right; +-30 deg yaw), the receiver to the left of the first, 8 cm (+-2 cm)
