@@ -1446,6 +1446,8 @@ def _several(text: str, known_objects: Sequence[str] | None,
         break
     else:
         return None
+    if "one" in before and not _EVERY & set(before):
+        return None  # "one of the cups": one thing ("each one of the cups" is every one)
     if "both" in before and not counted:
         counted = [2]
     one = plurals[phrase][1] if phrase in plurals else phrase

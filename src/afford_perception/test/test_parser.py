@@ -570,6 +570,8 @@ _CUPS = ["paper_cup", "paper_cup", "paper_cup", "tray"]
     ("I'd like all of the paper cups put on the tray", _CUPS, 3),  # a wish for it done
     ("put the paper cups on the tray", None, 1),  # a bare plural, no scene: read as today
     ("put the paper cup on the tray", _CUPS, 1),  # one named: one place
+    ("put one of the paper cups on the tray", _CUPS, 1),
+    ("put each one of the paper cups on the tray", _CUPS, 3),
 ])
 def test_several_things_of_one_kind_onto_one_receiver_are_that_many_places(
         text: str, known: list[str] | None, places: int) -> None:
