@@ -23,24 +23,20 @@ from pathlib import Path
 
 def _records(run_dir: Path, source: str) -> dict[tuple[str, int], bool]:
     """(task, seed) -> success of ``source``'s rollouts in a Table 1 run directory."""
-    out = {}
-    for path in sorted((run_dir / "rollouts").glob(f"*/{source}/*.json")):
-        r = json.loads(path.read_text())
-        out[(r["task_id"], int(r["seed"]))] = bool(r["success"])
-    return out
+    from afford_eval.table1 import load_records
 
-
-def _config(run_dir: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads((run_dir / "config.json").read_text())
+    return {(r["task_id"], int(r["seed"])): bool(r["success"])
+            for r in load_records(run_dir) if r["source"] == source}
 
 
 def row(arm: str, arm_dir: Path, fr3: dict[tuple[str, int], bool], source: str) -> dict[str, object]:
     from afford_eval.stats import wilson
+    from afford_eval.table1 import Table1Config
     from afford_sim.tasks import TASKS
 
-    config = _config(arm_dir)
-    seeds = range(config["first_seed"], config["first_seed"] + config["rollouts"])
-    want = [(t, s) for t in config["tasks"] for s in seeds]
+    config = Table1Config.from_dict(json.loads((arm_dir / "config.json").read_text()))
+    seeds = range(config.first_seed, config.first_seed + config.rollouts)
+    want = [(t, s) for t in config.tasks for s in seeds]
     got = _records(arm_dir, source)
     missing = [k for k in want if k not in got]
     if missing:
@@ -59,7 +55,7 @@ def row(arm: str, arm_dir: Path, fr3: dict[tuple[str, int], bool], source: str) 
     k = sum(got[key] for key in want)
     k_fr3 = sum(fr3[key] for key in want)
     lo, hi = wilson(k, len(want))
-    return {"arm": arm, "n": config["rollouts"], "tasks": len(config["tasks"]),
+    return {"arm": arm, "n": config.rollouts, "tasks": len(config.tasks),
             "tiers": {tier: 100 * sum(v) / len(v) for tier, v in tiers.items()},
             "k": k, "total": len(want), "ci": (100 * lo, 100 * hi), "fr3": k_fr3,
             "ratio": (k / k_fr3) if k_fr3 else float("nan")}

@@ -27,7 +27,8 @@ def _run(path: Path, robot: str, tasks: list[str], outcomes: dict[tuple[str, int
     for (task, seed), ok in outcomes.items():
         rec = path / "rollouts" / task / "affordance_learned" / f"{seed:04d}.json"
         rec.parent.mkdir(parents=True, exist_ok=True)
-        rec.write_text(json.dumps({"task_id": task, "seed": seed, "success": ok}))
+        rec.write_text(json.dumps({"task_id": task, "source": "affordance_learned", "seed": seed,
+                                   "success": ok}))
 
 
 def test_the_ratio_is_the_arms_successes_over_the_fr3s_on_the_same_seeds(tmp_path: Path) -> None:

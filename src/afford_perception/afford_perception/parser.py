@@ -1418,7 +1418,7 @@ def _several(text: str, known_objects: Sequence[str] | None,
         return None
     words = low.split(" ")
     plurals = lx.singulars()
-    singular = {p: cat for cat, phrases in lx.object_phrases().items() for p in phrases if p not in plurals}
+    singular = {p for phrases in lx.object_phrases().values() for p in phrases if p not in plurals}
     # The first noun phrase naming several things: a plural, or "every"/"each" and a singular.
     for i in range(len(words)):
         hit = None
