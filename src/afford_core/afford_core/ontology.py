@@ -40,6 +40,9 @@ class Category:
         elongated: True for objects that are grasped across their long axis (tools, bananas).
         hinged: Moving parts that swing about a hinge (a door), whose handle moves on an arc;
             the other moving parts of an articulated object slide straight out (a drawer).
+        covers: True for a thing that closes an opening when put on it (a lid): put "on" a
+            container it goes over the part that contains, resting on its rim, not on a part
+            that supports (a pot's own lid, were it there).
     """
 
     name: str
@@ -52,6 +55,7 @@ class Category:
     fixed: bool = False
     elongated: bool = False
     hinged: tuple[str, ...] = ()
+    covers: bool = False
 
     def __post_init__(self) -> None:
         if not self.parts:
@@ -344,6 +348,7 @@ CATEGORIES: dict[str, Category] = {
             {"lid": ("support",), "knob": ("grasp_handle", "press")},
             "knob",
             synonyms=("lid",),
+            covers=True,
         ),
         _c(
             "rack",

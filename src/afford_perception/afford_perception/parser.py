@@ -68,6 +68,9 @@ Decisions worth knowing (each is a rule, not a per-task special case):
   (:func:`parse_steps`); the count is said or the scene's, never guessed.
 - A wish for a thing done is the request it is: "I'd like the cups put on the tray", "I need the
   box pushed onto the mat" (a known verb's past participle and where it goes).
+- "Cover the pot with the lid" (or "with its lid") is the lid put on the pot; a lid (a category
+  that ``covers``) put on a container goes over the part that contains, its mouth, not on a
+  part that supports (the pot's own lid, which an open pot has not).
 - A verbless sentence is a place only with a motion preposition ("carrot into the bowl");
   when the object could also pour into the receiver ("kettle into the bowl") it is refused
   as ambiguous, and "the carrot in the bowl" (where it is) is no task.
@@ -974,7 +977,7 @@ class _Parser:
             if use is not None and rule.use_purpose:
                 keep_clear.add(use)
             grasp = self._grasp(rule, cat, explicit, keep_clear)
-        destination, region = self._destination(action, rule, dest, dest_np, main)
+        destination, region = self._destination(action, rule, dest, dest_np, main, covers=cat.covers)
         return Intent(
             target=cat.name,
             grasp_region=grasp,
@@ -1163,7 +1166,8 @@ class _Parser:
         return grasp, use
 
     def _destination(self, action: NextAction, rule: _Rule, dest: _Destination | None,
-                     dest_np: _NounPhrase | None, main: _ActionClause) -> tuple[str | None, str | None]:
+                     dest_np: _NounPhrase | None, main: _ActionClause,
+                     covers: bool = False) -> tuple[str | None, str | None]:
         if dest_np is None or dest_np.kind == "person":
             if rule.destination == "required" and not (rule.surface_ok and (main.down or main.elsewhere)):
                 example = "into the bowl" if action is NextAction.POUR else "on the rack" \
@@ -1185,6 +1189,10 @@ class _Parser:
         assert dest is not None and dest_np.category is not None
         dcat = CATEGORIES[dest_np.category]
         wanted = rule.receiving(dest.relation)
+        if covers and action is NextAction.PLACE:
+            # A lid put on a pot closes its opening: it rests on the rim of the part that
+            # contains, whatever on the pot would support a thing set on it.
+            wanted = ("contain", *wanted)
         part = dest_np.part
         # The head noun of the object's own name names the whole object, not its part of that
         # name: "on the base" is on the kettle base, which receives on its plate.
@@ -1304,6 +1312,22 @@ def _wished(text: str) -> str:
     the tray"); any other sentence as it is."""
     m = _WISH.match(text)
     return (_done_as_asked(m.group("what")) or text) if m else text
+
+
+#: "cover the pot with the lid": a place of the thing named after "with" on the thing covered.
+_COVER = re.compile(r"^(?P<pre>\s*(?:please\s+)?)cover\s+(?P<dest>.+?)\s+(?:up\s+)?with\s+"
+                    r"(?P<det>the|its|a|an)\s+(?P<obj>[^,.;!]+?)(?P<rest>\s*(?:,\s*please)?[.!]?\s*)$",
+                    re.IGNORECASE)
+
+
+def _covered(text: str) -> str:
+    """"cover the pot with its lid" as the place it asks for: "put the lid on the pot" (the
+    thing covered is where the other goes); any other sentence as it is."""
+    m = _COVER.match(text)
+    if m is None:
+        return text
+    det = "the" if m.group("det").lower() == "its" else m.group("det")
+    return f"{m.group('pre')}put {det} {m.group('obj')} on {m.group('dest')}{m.group('rest')}"
 
 
 #: What says the things go into one tower: "a tower", "on top of each other", "one on another",
@@ -1506,7 +1530,7 @@ def parse_steps(
             sequence words.
     """
     if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS:
-        text = _wished(text)
+        text = _covered(_wished(text))
         tower = _tower(text, known_objects, config)
         if tower is not None:
             return tower

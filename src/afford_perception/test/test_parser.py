@@ -106,6 +106,16 @@ AFFORDSIM_MEDIUM = [
     _case("pick up the lid", _intent("kettle", "lid", A.PICK), known=("kettle",)),
     _case("lift the kettle by its lid", _intent("kettle", "lid", A.PICK), known=("kettle", "lid")),
     _case("pick up the pot lid", _intent("pot", "lid", A.PICK), known=("pot", "lid")),
+    # A lid put on a pot closes its mouth: the pot's body receives it (its rim), not the lid
+    # the pot would have; a thing put on a lid rests on the lid.
+    _case("put the lid on the pot", _intent("lid", "knob", A.PLACE, dest="pot", region="body"),
+          known=("pot", "lid")),
+    _case("put the lid back on the pot", _intent("lid", "knob", A.PLACE, dest="pot", region="body"),
+          known=("pot", "lid")),
+    _case("put the cube on the pot", _intent("cube", "body", A.PLACE, dest="pot", region="lid"),
+          known=("pot", "cube")),
+    _case("put the cube on the lid", _intent("cube", "body", A.PLACE, dest="lid", region="lid"),
+          known=("lid", "cube")),
     _case("put the kettle on the base",
           _intent("kettle", "handle", A.PLACE, dest="kettle_base", region="plate")),
     _case("put the mug on the base", _intent("mug", "handle", A.PLACE, dest="rack", region="base"),
@@ -626,3 +636,27 @@ def test_a_wish_without_a_known_verb_is_read_as_it_stands() -> None:
 
     with pytest.raises(TaskParseError):
         parse_steps("I'd like the cube painted on the plate", config=NO_EMBEDDINGS)
+
+
+@pytest.mark.parametrize("text", [
+    "cover the pot with the lid",
+    "Cover the pot with its lid.",
+    "please cover the pot up with the lid",
+    "cover the pot with the lid, please",
+])
+def test_covering_a_thing_with_another_puts_the_other_on_it(text: str) -> None:
+    """"cover the pot with its lid" is the lid put on the pot, over its mouth (the pot's body
+    receives it); "its lid" is the lid standing beside the open pot."""
+    from afford_perception.parser import parse_steps
+
+    (intent,) = parse_steps(text, known_objects=["pot", "lid"], config=NO_EMBEDDINGS)
+    assert (intent.target, intent.grasp_region, intent.next_action, intent.destination,
+            intent.destination_region) == ("lid", "knob", NextAction.PLACE, "pot", "body")
+
+
+def test_covering_with_nothing_named_is_read_as_it_stands() -> None:
+    """"cover the pot" says with what not: no rewrite, the sentence's own refusal."""
+    from afford_perception.parser import parse_steps
+
+    with pytest.raises(TaskParseError):
+        parse_steps("cover the pot", known_objects=["pot", "lid"], config=NO_EMBEDDINGS)

@@ -157,3 +157,16 @@ def test_an_object_the_camera_does_not_see_is_an_abstention(monkeypatch: pytest.
     result = spine.run_task("place-banana-plate-v1", SpineConfig(seed=0))
     assert not result.success and result.selected is None and not any(result.stages.values())
     assert result.abstained == "the banana is not visible from camera 'front' (occluded or outside)"
+
+
+def test_a_lid_goes_over_the_pots_mouth_centred_by_its_outline() -> None:
+    """pick_lid_place_pot, seed 0, the part labels' grounding: the lid, held by its knob, goes
+    down over the open pot's mouth and covers it. Aimed by the median of what the camera saw of
+    the held lid (the near side of its dome) and the pot's receiving points' 90th percentile, it
+    rested 3-8 cm off the pot's axis in 6 of 6 scenes, the mouth half open; the place now
+    centres the lid's outline circle on the mouth's and sets its rim on the pot's."""
+    from afford_pipeline.spine import run_task
+
+    result = run_task("place-lid-pot-v1", SpineConfig(seed=0, grounding="oracle"))
+    assert result.success, (result.abstained, result.details)
+    assert "on the pot: True" in result.details["place"], result.details

@@ -95,16 +95,18 @@ def push_goal(receiving: np.ndarray, tol: float = 0.003, min_arc_deg: float = 12
         raise ValueError("a push goal needs the receiving part's points")
     lo, hi = np.percentile(pts[:, :2], 2, axis=0), np.percentile(pts[:, :2], 98, axis=0)
     middle = 0.5 * (lo + hi)
-    centre = _rim_centre(pts[:, :2], tol, min_arc_deg)
+    centre = outline_centre(pts[:, :2], tol, min_arc_deg)
     if centre is not None:
         middle = centre
     return np.array([*middle, float(np.median(pts[:, 2]))])
 
 
-def _rim_centre(xy: np.ndarray, tol: float, min_arc_deg: float, tries: int = 300) -> np.ndarray | None:
-    """Centre of the circle most outline corners of ``xy`` lie on (a seeded consensus over
-    circles through three corners, refitted to its inliers), or None when no circle holds
-    enough of them over ``min_arc_deg`` of arc, or the points' middle is not inside it."""
+def outline_centre(xy: np.ndarray, tol: float = 0.003, min_arc_deg: float = 120.0,
+                   tries: int = 300) -> np.ndarray | None:
+    """Centre of the circle most outline corners of ``xy`` (top-view points of a round thing)
+    lie on, within ``tol`` (a seeded consensus over circles through three corners, refitted to
+    its inliers), or None when no circle holds enough of them over ``min_arc_deg`` of arc, or
+    the points' middle is not inside it. A round mat's or lid's rim, even partly hidden."""
     from scipy.spatial import ConvexHull, QhullError
 
     from afford_planner.candidates import fit_circle

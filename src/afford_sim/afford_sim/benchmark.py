@@ -70,7 +70,7 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     _b("pick_cup_place_woodshelf", "medium", "pick_place", "place-paper-cup-shelf-v1"),
     _b("pick_green_bellpepper_place_pan", "medium", "pick_place", "place-bell-pepper-pan-v1"),
     _b("pick_kettle_place_base", "medium", "pick_place", "place-kettle-kettle-base-v1"),
-    _b("pick_lid_place_pot", "medium", "pick_place"),
+    _b("pick_lid_place_pot", "medium", "pick_place", "place-lid-pot-v1"),
     _b("pick_mugcup_place_coffeemachine", "medium", "pick_place"),
     _b("pick_mugcup_place_woodshelf", "medium", "pick_place", "place-mug-shelf-v1"),
     _b("pick_papercup_place_table", "medium", "pick_place", "place-paper-cup-table-v1"),

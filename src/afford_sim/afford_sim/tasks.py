@@ -447,6 +447,82 @@ class PlaceOnShelfTask(PlaceTask):
     receiver_gap = 0.14
 
 
+class LidOnPotTask(PlaceTask):
+    """Put a pot's lid on the open pot, held by its knob (AffordSim's pick_lid_place_pot).
+
+    Example: "put the lid on the pot".
+    Randomized: the pot's shape with its lid left off (``lidded`` pinned 0) and its radius
+    pinned 8-9 cm; the lid's diameter 8-16 mm wider than the pot (4-8 mm over the rim all
+    round, as a lid sold with its pot is: it must not drop in, and a lid much wider than the
+    rim is another pot's); the lid, knob up, in a 16 x 16 cm window on the robot's right with
+    +-30 deg yaw; the pot to its left, 8 cm (+-2 cm) between their footprints (handles
+    included), any yaw. A lid is 16-20 cm across, wider than the FR3's 8 cm stroke: only its
+    knob can be held.
+    Success: grasp and lift as for picking; place: after release and retreat the lid rests on
+    the pot, touching it and neither the table nor the fingers; level, its axis within
+    :attr:`max_tilt_deg` of the vertical; and over the mouth, its axis at most the lid's overlap
+    on the wall (its radius less the pot's inner radius, 7-13 mm) from the pot's: then the rim
+    is under the lid all round and the mouth closed. A lid off by more can still rest level on
+    the rim (its underside is flat, and its weight stays over the rim), with a crescent of the
+    mouth open: the offset, not a tilt, fails it. One put down beside the pot touches the table.
+    """
+
+    #: Largest tilt of the lid's axis at the end (deg): a lid on the rim is level within the
+    #: rim's flatness; one caught on the rim's edge or on a handle leans.
+    max_tilt_deg: ClassVar[float] = 5.0
+    #: The pot's radius range (m), and how much wider than the pot the lid is (m, diameter).
+    pot_radius: ClassVar[tuple[float, float]] = (0.08, 0.09)
+    lid_margin: ClassVar[tuple[float, float]] = (0.008, 0.016)
+
+    @classmethod
+    def contains(cls) -> bool:
+        return False  # the lid goes on the pot, not into it: its own check below
+
+    def scene(self, seed: int) -> SceneSpec:
+        dest, kind = self.destination_name, self.destination
+        assert dest is not None and kind is not None
+        s1, s2 = _seeds(seed, 2)
+        rng = np.random.default_rng([seed, 2])
+        radius = float(rng.uniform(*self.pot_radius))
+        diameter = 2 * radius + float(rng.uniform(*self.lid_margin))
+        return _scene(
+            ObjectSpec(self.target_name, self.target, s1, _FRONT, params=(("diameter", diameter),)),
+            ObjectSpec(dest, kind, s2,
+                       Relative("left_of", self.target_name, distance=self.receiver_gap, jitter=0.02,
+                                yaw=self.receiver_yaw),
+                       params=(("lidded", 0.0), ("radius", radius))),
+        )
+
+    def randomization(self) -> dict[str, Any]:
+        out = super().randomization()
+        dest = self.destination_name
+        assert dest is not None
+        lo, hi = self.pot_radius
+        out[dest]["shape"] += f"; lidded pinned 0; radius drawn in [{lo:g}, {hi:g}]"
+        lo, hi = self.lid_margin
+        out[self.target_name]["shape"] += (f"; diameter the pot's plus a draw in [{lo:g}, {hi:g}] "
+                                           "(4-8 mm over the rim all round)")
+        return out
+
+    def check_place(self, world: BatchWorld) -> Check:
+        dest = self.destination_name
+        assert dest is not None
+        lid, pot = world.object_pose(self.target_name), world.object_pose(dest)
+        pot_params = world.placed.object(dest).asset.params
+        overlap = (float(world.placed.object(self.target_name).asset.params["diameter"]) / 2
+                   - (float(pot_params["radius"]) - float(pot_params["wall"])))
+        off = float(np.linalg.norm(lid[:2, 3] - pot[:2, 3]))
+        tilt = math.degrees(math.acos(float(np.clip(lid[2, 2], -1, 1))))
+        on_pot = world.in_contact(dest, self.target_name)
+        held = any(world.in_contact(f, self.target_name) for f in FINGERS)
+        on_table = world.in_contact("table", self.target_name)
+        ok = on_pot and not held and not on_table and tilt <= self.max_tilt_deg and off <= overlap
+        return Check(ok, f"lid's axis {off * 100:.1f} cm from the pot's (covers within "
+                         f"{overlap * 100:.1f} cm), tilted {tilt:.1f} deg (level within "
+                         f"{self.max_tilt_deg:g}), on the {dest}: {on_pot}, on the table: {on_table}, "
+                         f"still touching the fingers: {held}")
+
+
 class PlaceOnTableTask(Task):
     """Pick an object and set it down upright elsewhere on the table.
 
@@ -1417,6 +1493,9 @@ for _t, _d, _p in (("bell_pepper", "pan", "in"), ("kettle", "kettle_base", "on")
          tier="medium", shapes=_LOW_SHELF if _d == "shelf" else _FIT.get((_t, _d)),
          instructions=(f"put the {_say(_t)} {_p} the {_say(_d)}", f"place the {_say(_t)} {_p} the {_say(_d)}",
                        f"move the {_say(_t)} {_ONTO[_p]} the {_say(_d)}"))
+# A lid is held by its knob (it is wider than the hand) and closes the pot's mouth.
+_add(LidOnPotTask, "place-lid-pot-v1", target="lid", destination="pot", tier="medium",
+     instructions=("put the lid on the pot", "place the lid on the pot", "cover the pot with the lid"))
 
 # AffordSim's paper cup tasks. The seed's "mugcup" is our mug (and "cup" a synonym of it), so
 # its other "cup" is read as the paper cup: onto the low shelf as the mug is, and nested into a

@@ -154,6 +154,18 @@ def test_params_pinned_within_wider_limits_but_never_drawn_there() -> None:
     assert make("cube", 3, size=0.03).params["size"] == 0.03
 
 
+def test_an_integer_pinned_within_its_limits_builds_the_variant() -> None:
+    """A count with wider limits (the pot's ``lidded``, always 1 when drawn) takes a pinned 0:
+    the open pot a lid is put on, without its lid and knob; 2 is refused."""
+    assert {p.part for p in asset("pot", 5).links[0].pieces} >= {"lid", "knob"}
+    open_pot = make("pot", 5, lidded=0)
+    assert {p.part for p in open_pot.links[0].pieces} == {"body", "handle"}
+    with pytest.raises(ValueError, match=r"lidded = 2 is outside \[0, 1\]"):
+        make("pot", 5, lidded=2)
+    with pytest.raises(ValueError, match="contain the range"):
+        count(1, 1, limits=(2, 3))
+
+
 # --- every category ---------------------------------------------------------------------------
 
 

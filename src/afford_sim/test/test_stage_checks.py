@@ -746,3 +746,39 @@ def test_push_then_place_judges_the_push_again_after_the_place() -> None:
         kept = CompositeTask.check_kept(world, [(push, "push")])
         assert not kept.ok and "step 1" in kept.detail, kept.detail
 
+
+
+def _lid_on(world: BatchWorld, dx: float) -> None:
+    """The lid level, its axis ``dx`` (m) along x from the pot's, just above the rim; settled."""
+    pot = world.object_pose("pot")
+    top = max(float(s.world_vertices()[:, 2].max()) for s in world.collision_shapes() if s.object == "pot")
+    pose = np.eye(4)
+    pose[:3, 3] = [pot[0, 3] + dx, pot[1, 3], top + 0.003]
+    world.set_object_pose("lid", pose)
+    world.advance(1.5)
+
+
+def test_a_lid_passes_level_over_the_mouth_and_fails_off_centre_beside_or_held() -> None:
+    """The open pot (its own lid left off) and a lid 4-8 mm over its rim all round: set level on
+    the rim, centred, it covers (passes); 3 cm off it still rests level on the rim, its flat
+    underside across the mouth, but leaves a crescent of it open (fails on the offset, not on a
+    tilt); on the table beside the pot, or still in the hand, it fails."""
+    with _scene("place-lid-pot-v1") as (task, world):
+        parts = {s.part for s in world.collision_shapes() if s.object == "pot"}
+        assert "lid" not in parts and "knob" not in parts, parts  # the pot stands open
+        lid = float(world.placed.object("lid").asset.params["diameter"]) / 2
+        pot = float(world.placed.object("pot").asset.params["radius"])
+        assert 0.004 - 1e-9 <= lid - pot <= 0.008 + 1e-9, (lid, pot)
+        result = _check(task, "place", world)
+        assert not result.ok and "on the table: True" in result.detail, result.detail
+        _lid_on(world, 0.0)
+        result = _check(task, "place", world)
+        assert result.ok, result.detail
+        _lid_on(world, 0.03)
+        result = _check(task, "place", world)
+        assert not result.ok and "on the pot: True" in result.detail, result.detail
+        off = float(re.search(r"axis ([\d.]+) cm", result.detail).group(1))  # type: ignore[union-attr]
+        assert off == pytest.approx(3.0, abs=0.3), result.detail
+        _lid_on(world, 0.0)
+        _grip_in_hand(world, "lid")
+        assert not _check(task, "place", world).ok

@@ -94,8 +94,11 @@ class Place(GraspSkill):
         # One thing onto another of its kind (a block on a block, a tower): both centred by
         # their footprints, which one view gets right where its median does not.
         boxes = ctx.intent.target == ctx.intent.destination and not nest
-        return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, occupied, round_base=nest,
-                                                   boxes=boxes))]
+        # A lid onto a pot: over the mouth, its rim on the pot's (see SkillRunner.place).
+        target_cat = CATEGORIES.get(ctx.intent.target)
+        cover = target_cat is not None and target_cat.covers and _goes_inside(ctx)
+        return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, None if cover else occupied,
+                                                   round_base=nest, boxes=boxes, cover=cover))]
 
 
 def _goes_inside(ctx: SkillContext) -> bool:

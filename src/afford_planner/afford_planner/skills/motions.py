@@ -398,7 +398,8 @@ class SkillRunner:
         self.move_line(back, "retreat")
 
     def place(self, held: HeldObject, surface_points: np.ndarray,
-              occupied: np.ndarray | None = None, round_base: bool = False, boxes: bool = False) -> None:
+              occupied: np.ndarray | None = None, round_base: bool = False, boxes: bool = False,
+              cover: bool = False) -> None:
         """Put the held object down centred over ``surface_points`` (the receiving region), or,
         when ``occupied`` (points of things already on it) leaves no room there, at the free
         spot beside them (:func:`free_spot`). With ``round_base`` the object is centred by the
@@ -407,14 +408,18 @@ class SkillRunner:
         nested into another has millimetres to spare. With ``boxes`` (a block onto a block)
         both are centred by their footprints (:func:`~afford_planner.candidates.footprint_centre`):
         a tower of blocks each a centimetre or two off its median-aimed spot leans over its
-        base's edge by the third block."""
+        base's edge by the third block. With ``cover`` (a lid onto a pot) the held object's
+        outline circle (:func:`~afford_planner.push.outline_centre`) goes over the mouth's
+        centre and its lowest point to the rim's top, not the receiving points' 90th percentile
+        (a centimetre down the pot's wall): a lid has a centimetre of overlap on the rim."""
         from afford_planner.candidates import footprint_centre
+        from afford_planner.push import outline_centre
 
         pose = self.current_pose()
         obj = held.in_world(pose)
         # A round base has no long axis to align (and what is seen of it, one side, can look
         # elongated enough to turn it for nothing).
-        turn = 0.0 if round_base else alignment_yaw(obj[:, :2], surface_points[:, :2])
+        turn = 0.0 if round_base or cover else alignment_yaw(obj[:, :2], surface_points[:, :2])
         if turn:
             # A long object onto a long, narrow support (a chocolate box onto a sugar box on its
             # side): turn it about the vertical so that the two long axes agree.
@@ -422,9 +427,12 @@ class SkillRunner:
             pose = _rotated_about(pose, np.array([0.0, 0.0, 1.0]), turn, centre)
             obj = held.in_world(pose)
         target_xy = footprint_centre(surface_points) if boxes else receiving_centre(surface_points)
-        top = float(np.percentile(surface_points[:, 2], 90))
+        top = float(np.percentile(surface_points[:, 2], 99 if cover else 90))
         held_xy = (base_axis_xy(obj) if round_base else footprint_centre(obj) if boxes
                    else np.median(obj[:, :2], axis=0))
+        if cover:
+            rim = outline_centre(obj[:, :2])
+            held_xy = held_xy if rim is None else rim
         delta = np.zeros(3)
         delta[2] = top + self.config.place_clearance - obj[:, 2].min()
         down = 0.08

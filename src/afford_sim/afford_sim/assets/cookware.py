@@ -137,6 +137,8 @@ class PotParams(Params):
         handle_tilt: Upward tilt of the loops from horizontal (rad).
         handle_squareness: Superellipse exponent of the loops.
         mass: Mass with lid (kg).
+        lidded: 1 builds the lid and its knob; a task pins 0 for an open pot (a lid to put on
+            it stands beside it, :class:`LidParams`).
     """
 
     radius: float = span(0.08, 0.115)
@@ -154,6 +156,7 @@ class PotParams(Params):
     handle_tilt: float = span(0.0, 0.35)
     handle_squareness: float = span(2.0, 4.0)
     mass: float = span(0.8, 2.0)
+    lidded: int = count(1, 1, limits=(0, 1))
 
 
 def build_pot(p: PotParams, rng: np.random.Generator) -> Built:
@@ -167,8 +170,9 @@ def build_pot(p: PotParams, rng: np.random.Generator) -> Built:
             (kr - 0.003, top + kh)]
     pieces = PieceSet()
     pieces.add("body", [wall, bottom])
-    pieces.add("lid", lathe_solid(lid, 32))
-    pieces.add("knob", lathe_solid(knob, 16))
+    if p.lidded:
+        pieces.add("lid", lathe_solid(lid, 32))
+        pieces.add("knob", lathe_solid(knob, 16))
     # Attach where the loop's ends meet the middle of the wall, so the end caps sit in the wall.
     attach = np.sqrt((r - p.wall / 2) ** 2 - (p.handle_width / 2) ** 2)
     loop = superellipse(p.handle_reach + r - attach, p.handle_width / 2, p.handle_squareness)

@@ -33,11 +33,17 @@ def span(lo: float, hi: float, limits: tuple[float, float] | None = None) -> Any
                                                    "limits": (float(low), float(high))})
 
 
-def count(lo: int, hi: int) -> Any:
-    """An integer parameter drawn uniformly from ``lo..hi`` inclusive; its default is ``lo``."""
+def count(lo: int, hi: int, limits: tuple[int, int] | None = None) -> Any:
+    """An integer parameter drawn uniformly from ``lo..hi`` inclusive; its default is ``lo``.
+
+    ``limits`` is as for :func:`span`: a wider range only a task's pinned value may use.
+    """
     if not lo <= hi:
         raise ValueError(f"empty parameter range {lo}..{hi}")
-    return field(default=lo, metadata={"range": (lo, hi), "integer": True, "limits": (lo, hi)})
+    low, high = limits if limits is not None else (lo, hi)
+    if not low <= lo <= hi <= high:
+        raise ValueError(f"limits {low}..{high} must contain the range {lo}..{hi}")
+    return field(default=lo, metadata={"range": (lo, hi), "integer": True, "limits": (low, high)})
 
 
 @dataclass
