@@ -68,9 +68,10 @@ Decisions worth knowing (each is a rule, not a per-task special case):
   (:func:`parse_steps`); the count is said or the scene's, never guessed.
 - A wish for a thing done is the request it is: "I'd like the cups put on the tray", "I need the
   box pushed onto the mat" (a known verb's past participle and where it goes).
-- "Cover the pot with the lid" (or "with its lid") is the lid put on the pot; a lid (a category
-  that ``covers``) put on a container goes over the part that contains, its mouth, not on a
-  part that supports (the pot's own lid, which an open pot has not).
+- "Cover the pot with the lid" (or "with its lid", "... and close the pot with it") is the lid
+  put on the pot, and a bare "cover the pot" is, when the scene holds one kind of thing that
+  covers; a lid (a category that ``covers``) put on a container goes over the part that
+  contains, its mouth, not on a part that supports (the pot's own lid, which an open pot has not).
 - A verbless sentence is a place only with a motion preposition ("carrot into the bowl");
   when the object could also pour into the receiver ("kettle into the bowl") it is refused
   as ambiguous, and "the carrot in the bowl" (where it is) is no task.
@@ -1314,20 +1315,29 @@ def _wished(text: str) -> str:
     return (_done_as_asked(m.group("what")) or text) if m else text
 
 
-#: "cover the pot with the lid": a place of the thing named after "with" on the thing covered.
-_COVER = re.compile(r"^(?P<pre>\s*(?:please\s+)?)cover\s+(?P<dest>.+?)\s+(?:up\s+)?with\s+"
-                    r"(?P<det>the|its|a|an)\s+(?P<obj>[^,.;!]+?)(?P<rest>\s*(?:,\s*please)?[.!]?\s*)$",
+#: "cover the pot with the lid", "... and close the pot with it": a place of the thing named after
+#: "with" on the thing covered ("close" only with a "with": "close the microwave" is a close).
+_COVER = re.compile(r"\b(?:cover|close)\s+(?P<dest>[^,.;!]+?)\s+(?:up\s+)?with\s+"
+                    r"(?P<what>it|(?:the|its|a|an|that|this)\s+[^,.;!]+?)(?=\s*(?:[,.;!]|$|\bplease\b))",
                     re.IGNORECASE)
+#: "cover the pot", said with nothing after it: with the one thing in the scene that covers.
+_COVER_BARE = re.compile(r"^(?P<pre>\s*(?:please\s+)?)cover\s+(?P<dest>(?:the|that|this|my)\s+[^,.;!]+?)"
+                         r"(?P<rest>\s*(?:,\s*please)?[.!]?\s*)$", re.IGNORECASE)
 
 
-def _covered(text: str) -> str:
-    """"cover the pot with its lid" as the place it asks for: "put the lid on the pot" (the
-    thing covered is where the other goes); any other sentence as it is."""
-    m = _COVER.match(text)
-    if m is None:
+def _covered(text: str, known_objects: Sequence[str] | None = None) -> str:
+    """"cover the pot with its lid" as the place it asks for, "put the lid on the pot" (the
+    thing covered is where the other goes; "close the pot with it" likewise); a bare "cover the
+    pot" with the one kind of thing in the scene that covers (a lid); any other sentence as it is."""
+    m = _COVER.search(text)
+    if m is not None:
+        what = re.sub(r"^its\b", "the", m.group("what"), flags=re.IGNORECASE)
+        return f"{text[:m.start()]}put {what} on {m.group('dest')}{text[m.end():]}"
+    m = _COVER_BARE.match(text)
+    covers = sorted({c for c in known_objects or () if c in CATEGORIES and CATEGORIES[c].covers})
+    if m is None or len(covers) != 1:
         return text
-    det = "the" if m.group("det").lower() == "its" else m.group("det")
-    return f"{m.group('pre')}put {det} {m.group('obj')} on {m.group('dest')}{m.group('rest')}"
+    return f"{m.group('pre')}put the {_human(covers[0])} on {m.group('dest')}{m.group('rest')}"
 
 
 #: What says the things go into one tower: "a tower", "on top of each other", "one on another",
@@ -1530,7 +1540,7 @@ def parse_steps(
             sequence words.
     """
     if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS:
-        text = _covered(_wished(text))
+        text = _covered(_wished(text), _scope(known_objects))
         tower = _tower(text, known_objects, config)
         if tower is not None:
             return tower

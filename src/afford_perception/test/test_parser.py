@@ -643,10 +643,14 @@ def test_a_wish_without_a_known_verb_is_read_as_it_stands() -> None:
     "Cover the pot with its lid.",
     "please cover the pot up with the lid",
     "cover the pot with the lid, please",
+    "grab that lid and cover the pot with it",
+    "pick up the lid and close the pot with it",
+    "cover the pot",
 ])
 def test_covering_a_thing_with_another_puts_the_other_on_it(text: str) -> None:
     """"cover the pot with its lid" is the lid put on the pot, over its mouth (the pot's body
-    receives it); "its lid" is the lid standing beside the open pot."""
+    receives it); "its lid" is the lid standing beside the open pot; "cover the pot" alone is
+    with the one thing in the scene that covers."""
     from afford_perception.parser import parse_steps
 
     (intent,) = parse_steps(text, known_objects=["pot", "lid"], config=NO_EMBEDDINGS)
@@ -654,9 +658,13 @@ def test_covering_a_thing_with_another_puts_the_other_on_it(text: str) -> None:
             intent.destination_region) == ("lid", "knob", NextAction.PLACE, "pot", "body")
 
 
-def test_covering_with_nothing_named_is_read_as_it_stands() -> None:
-    """"cover the pot" says with what not: no rewrite, the sentence's own refusal."""
+def test_covering_with_nothing_that_covers_is_read_as_it_stands() -> None:
+    """"cover the pot" where nothing in the scene covers (or with no scene) is no place: the
+    sentence's own refusal; "close the microwave" (no "with") stays a close."""
     from afford_perception.parser import parse_steps
 
-    with pytest.raises(TaskParseError):
-        parse_steps("cover the pot", known_objects=["pot", "lid"], config=NO_EMBEDDINGS)
+    for known in (["pot", "cube"], None):
+        with pytest.raises(TaskParseError):
+            parse_steps("cover the pot", known_objects=known, config=NO_EMBEDDINGS)
+    (intent,) = parse_steps("close the microwave", known_objects=["microwave", "lid"], config=NO_EMBEDDINGS)
+    assert intent.next_action is NextAction.CLOSE

@@ -228,7 +228,9 @@ def test_different_seeds_differ(category: str) -> None:
             a, b = objs[i], objs[j]
             colour_gap = max(np.abs(np.subtract(a.rgba[p], b.rgba[p])).max() for p in a.rgba)
             assert colour_gap > 0.03, f"{category} seeds {i},{j} look the same colour"
-            shape_gap = max(abs(a.params[k] - b.params[k]) / (hi - lo) for k, (lo, hi) in ranges.items())
+            # A field drawn at one value (the pot's lidded, pinned only by a task) varies nothing.
+            shape_gap = max(abs(a.params[k] - b.params[k]) / (hi - lo)
+                            for k, (lo, hi) in ranges.items() if hi > lo)
             assert shape_gap > 0.2, f"{category} seeds {i},{j} have nearly the same parameters"
     extents = np.array([np.ptp(a.mesh().vertices, axis=0) for a in objs])
     assert (np.ptp(extents, axis=0) / extents.mean(axis=0)).max() > 0.03  # proportions vary
