@@ -221,6 +221,34 @@ def test_a_vessel_is_aimed_at_its_mouth_and_a_flat_receiver_at_its_median() -> N
     assert np.allclose(receiving_centre(plate), np.median(plate[:, :2], axis=0))
 
 
+def test_a_surface_the_grounding_leaked_off_is_aimed_at_the_whole_surfaces_middle() -> None:
+    """A box's top (16 x 12 cm at 9 cm, its middle at (0.44, 0.14)) grounded as a corner of it
+    and a strip of the side below: the part's median lies 3 cm off, a circle through its top
+    band is a wild one; with the box's other seen points the aim is the middle of the top's
+    outline, sampled densely at its near end as one camera sees it. Without them (a receiver
+    things go into) the aim is as before, and a pan's rim seen all round stays a circle."""
+    from afford_planner.skills.motions import receiving_centre
+
+    rng = np.random.default_rng(1)
+    middle = np.array([0.44, 0.14])
+    # The top, sampled four times as densely on its near half (x > 0.44) as on its far one.
+    near = np.column_stack([rng.uniform(0.44, 0.52, 800), rng.uniform(0.08, 0.20, 800), np.full(800, 0.09)])
+    far = np.column_stack([rng.uniform(0.36, 0.44, 200), rng.uniform(0.08, 0.20, 200), np.full(200, 0.09)])
+    side = np.column_stack([np.full(300, 0.52), rng.uniform(0.08, 0.20, 300), rng.uniform(0.0, 0.09, 300)])
+    top = np.vstack([near, far])
+    corner = top[(top[:, 0] > 0.47) & (top[:, 1] > 0.15)]
+    strip = side[side[:, 1] > 0.15]
+    part = np.vstack([corner, strip])
+    rest = np.vstack([top[~((top[:, 0] > 0.47) & (top[:, 1] > 0.15))], side[side[:, 1] <= 0.15]])
+    assert np.linalg.norm(np.median(part[:, :2], axis=0) - middle) > 0.03
+    assert np.linalg.norm(receiving_centre(part, around=rest) - middle) < 0.01
+    assert np.linalg.norm(receiving_centre(part) - middle) > 0.03  # a receiver things go into
+    ang = rng.uniform(0, 2 * np.pi, 600)
+    rim = np.column_stack([0.3 + 0.11 * np.cos(ang), -0.1 + 0.11 * np.sin(ang), rng.uniform(0.0, 0.045, 600)])
+    floor = np.column_stack([rng.uniform(0.25, 0.35, 200), rng.uniform(-0.15, -0.05, 200), np.zeros(200)])
+    assert np.linalg.norm(receiving_centre(rim, around=floor) - [0.3, -0.1]) < 0.005
+
+
 class _FakePlan:
     def __init__(self, waypoints: list[np.ndarray]) -> None:
         self.success = True

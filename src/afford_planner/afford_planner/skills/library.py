@@ -97,8 +97,10 @@ class Place(GraspSkill):
         # A lid onto a pot: over the mouth, its rim on the pot's (see SkillRunner.place).
         target_cat = CATEGORIES.get(ctx.intent.target)
         cover = target_cat is not None and target_cat.covers and _goes_inside(ctx)
+        # A surface things rest on is found whole where the grounding leaked off it.
+        around = ctx.dest_support if not _goes_inside(ctx) and not cover else None
         return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, None if cover else occupied,
-                                                   round_base=nest, boxes=boxes, cover=cover))]
+                                                   round_base=nest, boxes=boxes, cover=cover, around=around))]
 
 
 def _goes_inside(ctx: SkillContext) -> bool:
