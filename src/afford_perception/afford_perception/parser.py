@@ -1316,8 +1316,8 @@ def _wished(text: str) -> str:
 
 
 #: "cover the pot with the lid", "... and close the pot with it": a place of the thing named after
-#: "with" on the thing covered ("close" only with a "with": "close the microwave" is a close).
-_COVER = re.compile(r"\b(?:cover|close)\s+(?P<dest>[^,.;!]+?)\s+(?:up\s+)?with\s+"
+#: "with" on the thing covered ("close" only with a "with" and a lid or "it" after it).
+_COVER = re.compile(r"\b(?P<verb>cover|close)\s+(?P<dest>[^,.;!]+?)\s+(?:up\s+)?with\s+"
                     r"(?P<what>it|(?:the|its|a|an|that|this)\s+[^,.;!]+?)(?=\s*(?:[,.;!]|$|\bplease\b))",
                     re.IGNORECASE)
 #: "cover the pot", said with nothing after it: with the one thing in the scene that covers.
@@ -1330,6 +1330,11 @@ def _covered(text: str, known_objects: Sequence[str] | None = None) -> str:
     thing covered is where the other goes; "close the pot with it" likewise); a bare "cover the
     pot" with the one kind of thing in the scene that covers (a lid); any other sentence as it is."""
     m = _COVER.search(text)
+    # "close the microwave with its handle" is a close by the handle: "close ... with" is a lid
+    # put on only with the lid or "it" (a thing picked up before) after "with".
+    if m is not None and m.group("verb").lower() == "close" \
+            and not re.fullmatch(r"it|.*\b(?:lid|cover)", m.group("what"), re.IGNORECASE):
+        m = None
     if m is not None:
         what = re.sub(r"^its\b", "the", m.group("what"), flags=re.IGNORECASE)
         return f"{text[:m.start()]}put {what} on {m.group('dest')}{text[m.end():]}"

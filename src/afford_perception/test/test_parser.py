@@ -660,11 +660,13 @@ def test_covering_a_thing_with_another_puts_the_other_on_it(text: str) -> None:
 
 def test_covering_with_nothing_that_covers_is_read_as_it_stands() -> None:
     """"cover the pot" where nothing in the scene covers (or with no scene) is no place: the
-    sentence's own refusal; "close the microwave" (no "with") stays a close."""
+    sentence's own refusal; "close the microwave" stays a close, and so does "close the microwave
+    with its handle" (a close with a thing that is not a lid)."""
     from afford_perception.parser import parse_steps
 
     for known in (["pot", "cube"], None):
         with pytest.raises(TaskParseError):
             parse_steps("cover the pot", known_objects=known, config=NO_EMBEDDINGS)
-    (intent,) = parse_steps("close the microwave", known_objects=["microwave", "lid"], config=NO_EMBEDDINGS)
-    assert intent.next_action is NextAction.CLOSE
+    for text in ("close the microwave", "close the microwave with its handle"):
+        (intent,) = parse_steps(text, known_objects=["microwave", "lid"], config=NO_EMBEDDINGS)
+        assert intent.next_action is NextAction.CLOSE, text
