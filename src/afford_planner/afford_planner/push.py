@@ -129,12 +129,18 @@ def outline_centre(xy: np.ndarray, tol: float = 0.003, min_arc_deg: float = 120.
     if best is None or best.sum() < 6:
         return None
     centre, radius, _ = fit_circle(ring[best])
-    angles = np.sort(np.arctan2(*(ring[best] - centre).T[::-1]))
-    gaps = np.diff(np.concatenate([angles, [angles[0] + 2 * np.pi]]))
-    arc = np.degrees(2 * np.pi - gaps.max())
+    arc = arc_deg(ring[best], centre)
     if arc < min_arc_deg or np.linalg.norm(np.median(xy, axis=0) - centre) >= radius:
         return None
     return centre
+
+
+def arc_deg(xy: np.ndarray, centre: np.ndarray) -> float:
+    """How much of the circle about ``centre`` the points ``xy`` go round (deg): 360 less the
+    widest gap between their angles."""
+    angles = np.sort(np.arctan2(xy[:, 1] - centre[1], xy[:, 0] - centre[0]))
+    gaps = np.diff(np.concatenate([angles, [angles[0] + 2 * np.pi]]))
+    return float(np.degrees(2 * np.pi - gaps.max()))
 
 
 def push_direction(centre: np.ndarray, goal: np.ndarray) -> np.ndarray:

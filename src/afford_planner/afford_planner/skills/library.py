@@ -86,19 +86,21 @@ class Place(GraspSkill):
             raise ValueError("place needs the destination's receiving part")
         # What already lies on the receiver (a second thing onto one plate) moves the spot aside.
         receiver = [p for p in (ctx.dest_region, ctx.dest_support) if p is not None and len(p)]
-        occupied = (occupied_on(np.vstack(receiver), ctx.obstacles, inside=_goes_inside(ctx))
+        inside = _goes_inside(ctx)
+        occupied = (occupied_on(np.vstack(receiver), ctx.obstacles, inside=inside)
                     if receiver and ctx.obstacles is not None and len(ctx.obstacles) else None)
         # A vessel into one of its kind (a paper cup into a paper cup) has millimetres to spare:
         # centre it by the axis of its base, not by the median of the side the camera saw.
-        nest = ctx.intent.target == ctx.intent.destination and _goes_inside(ctx)
+        nest = ctx.intent.target == ctx.intent.destination and inside
         # One thing onto another of its kind (a block on a block, a tower): both centred by
         # their footprints, which one view gets right where its median does not.
         boxes = ctx.intent.target == ctx.intent.destination and not nest
         # A lid onto a pot: over the mouth, its rim on the pot's (see SkillRunner.place).
         target_cat = CATEGORIES.get(ctx.intent.target)
-        cover = target_cat is not None and target_cat.covers and _goes_inside(ctx)
-        # A surface things rest on is found whole where the grounding leaked off it.
-        around = ctx.dest_support if not _goes_inside(ctx) and not cover else None
+        cover = target_cat is not None and target_cat.covers and inside
+        # A surface things rest on (not one things go into, nor a lid's pot) is found whole
+        # where the grounding leaked off it.
+        around = None if inside else ctx.dest_support
         return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, None if cover else occupied,
                                                    round_base=nest, boxes=boxes, cover=cover, around=around))]
 

@@ -189,6 +189,7 @@ def receiving_centre(points: np.ndarray, min_depth: float = 0.03, band: float = 
     2-6 cm off a sugar box's top in 13 of 20 scenes.
     """
     from afford_planner.candidates import fit_circle
+    from afford_planner.push import arc_deg
 
     pts = np.asarray(points, dtype=float)
     median = np.median(pts[:, :2], axis=0)
@@ -207,16 +208,9 @@ def receiving_centre(points: np.ndarray, min_depth: float = 0.03, band: float = 
         return median if wild else centre
     # A surface things rest on is round only if its top band goes most of the way round (a
     # pan's rim); a few points of a box's top edge fit some small circle as well.
-    if not wild and _arc_deg(top[:, :2], centre) >= 240.0:
+    if not wild and arc_deg(top[:, :2], centre) >= 240.0:
         return centre
     return surface_middle(pts, np.asarray(around, dtype=float), band)
-
-
-def _arc_deg(xy: np.ndarray, centre: np.ndarray) -> float:
-    """How much of the circle about ``centre`` the points ``xy`` go round (deg)."""
-    angles = np.sort(np.arctan2(xy[:, 1] - centre[1], xy[:, 0] - centre[0]))
-    gaps = np.diff(np.concatenate([angles, [angles[0] + 2 * np.pi]]))
-    return float(np.degrees(2 * np.pi - gaps.max()))
 
 
 def surface_middle(part: np.ndarray, rest: np.ndarray, band: float = 0.01, link: float = 0.015) -> np.ndarray:
