@@ -9,7 +9,9 @@ rate):
    ``/policy_camera/wrist/image_raw``; ``sim_world`` renders them when its
    ``policy_camera_width`` is set, a lab's drivers publish them on the real robot) and the
    newest ``/joint_states``; any of them older than ``max_input_age_s`` ends the run with the
-   reason, as nothing the policy would answer to stale inputs may move the arm;
+   reason, as nothing the policy would answer to stale inputs may move the arm (before the
+   first step the run waits up to ``start_wait_s`` for them to be fresh: a camera that has not
+   yet published since a scene reset, on a loaded machine seconds long, is no reason to end);
 2. asks the policy for an action and gates it (:class:`afford_policy.serving.PolicyStepper`:
    8 finite values or the run ends with the arm unmoved; clipped to the joint limits less the
    margin, rate-limited to the velocity limits);
@@ -108,6 +110,10 @@ class PolicyNode(Node):
             d(description="Oldest camera image or joint state a step may act on (s); older ends the run."),
         )
         self.declare_parameter(
+            "start_wait_s", 10.0,
+            d(description="Longest wait (s) before the first step for fresh images and joint states."),
+        )
+        self.declare_parameter(
             "joint_margin", 0.05,
             d(description="Joint targets stay this far inside the joint limits (rad), as the executor's."),
         )
@@ -132,6 +138,9 @@ class PolicyNode(Node):
         self.max_age = float(self.get_parameter("max_input_age_s").value)
         if not 0.05 <= self.max_age <= 10.0:
             raise ValueError(f"max_input_age_s must be in [0.05, 10], got {self.max_age}")
+        self.start_wait = float(self.get_parameter("start_wait_s").value)
+        if not 0.0 <= self.start_wait <= 120.0:
+            raise ValueError(f"start_wait_s must be in [0, 120], got {self.start_wait}")
         self.gripper_timeout = float(self.get_parameter("gripper_timeout_s").value)
         self.lead = float(self.get_parameter("lead_s").value)
         self.speed_fraction = float(self.get_parameter("speed_fraction").value)
@@ -219,6 +228,20 @@ class PolicyNode(Node):
             raise RunEnded(f"/joint_states carries no {self.width_joint}: the policy needs the opening")
         return out[0], out[1], q, width
 
+    def _first_inputs(self, goal_handle: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """:meth:`_inputs` once they are all fresh, waiting up to ``start_wait_s`` (a cancel ends
+        the wait); past it, the reason the last look gave."""
+        end = time.monotonic() + self.start_wait
+        while True:
+            try:
+                return self._inputs()
+            except RunEnded as err:
+                if goal_handle.is_cancel_requested:
+                    raise RunEnded("cancelled") from None
+                if time.monotonic() >= end:
+                    raise RunEnded(f"{err} (waited {self.start_wait:.0f} s before the first step)") from None
+            time.sleep(0.05)
+
     def _fault_since(self, t0: float) -> str:
         with self._lock:
             errors = [e for e in self._errors if e[0] >= t0]
@@ -271,7 +294,7 @@ class PolicyNode(Node):
             raise RunEnded(f"max_seconds must be >= 0, got {goal.max_seconds}")
         seconds = float(goal.max_seconds) or loaded.max_seconds
         instruction = goal.instruction.strip() or loaded.instruction
-        front, wrist, q, width = self._inputs()
+        front, wrist, q, width = self._first_inputs(goal_handle)
         stepper = PolicyStepper(loaded, self.limits, q, time.monotonic(), lead_s=self.lead,
                                 speed_fraction=self.speed_fraction, speed_limits=self.speed_limits)
         bad = stepper.check_images(front, wrist)

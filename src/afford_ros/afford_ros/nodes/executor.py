@@ -8,7 +8,10 @@ named by ``robot`` (its description: joints, limits, gripper). It
   when the driver reads the robot itself (franky); with the topic driver the world publishes them;
 - serves ``/executor/follow_trajectory``: every trajectory passes the limit checks first; a
   refused one never reaches the robot and is reported on ``/afford/robot_error`` as ``limit``;
-  a cancel halts the motion; feedback is the fraction of the duration done;
+  a cancel halts the motion; feedback is the fraction of the duration done; when franky's own
+  motion planner fails mid-trajectory (Ruckig's error -111, now and then, on a path it took a
+  moment before), the rest of the trajectory is followed from where the arm came to rest, once
+  checked afresh, at most ``MAX_RESUMES`` times a goal;
 - takes a stream of joint targets on ``/executor/joint_targets`` (chunks of a policy's actions
   at its control rate; point times count from the header stamp, which a chunk must carry): the
   part of a chunk already in the past is dropped (a chunk delayed on a busy machine), the rest
@@ -110,6 +113,30 @@ def trajectory_arrays(
     return times, positions, velocities
 
 
+def remaining_trajectory(
+    times: np.ndarray, qs: np.ndarray, vels: np.ndarray | None, q_now: np.ndarray, progress: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The rest of a trajectory that stopped part-way, to follow from ``q_now`` (at rest).
+
+    It joins the trajectory at the sample nearest ``q_now`` among those from 2 s before to 0.5 s
+    after where ``progress`` (the fraction of its duration that had passed) puts it (a path may
+    come back near where it passed earlier: the window keeps the join on the stretch it was
+    on), from rest, no faster than ``_RESUME_JOIN_SPEED``; the samples after it keep their
+    spacing and velocities. The caller checks the result as any trajectory.
+    """
+    t_at = float(np.clip(progress, 0.0, 1.0)) * float(times[-1])
+    window = np.flatnonzero((times >= t_at - 2.0) & (times <= t_at + 0.5))
+    if window.size == 0:
+        window = np.arange(len(times))
+    k = int(window[np.argmin(np.max(np.abs(qs[window] - q_now), axis=1))])
+    gap = float(np.max(np.abs(qs[k] - q_now)))
+    lead = max(0.2, gap / _RESUME_JOIN_SPEED)
+    rest_t = np.r_[0.0, times[k:] - times[k] + lead]
+    rest_q = np.vstack([q_now, qs[k:]])
+    rest_v = None if vels is None else np.vstack([np.zeros_like(q_now), vels[k:]])
+    return rest_t, rest_q, rest_v
+
+
 _STREAM_LEAD = 0.02
 """Seconds ahead a streamed target must be to be taken (a control period at 50 Hz)."""
 _POLL_PERIOD = 0.01  # s between looks at a running trajectory (stop, cancel, progress)
@@ -131,6 +158,16 @@ _STREAM_RECENT_S = 5.0
 #: _MAX_TRAJECTORY_AHEAD_S is refused too (clocks that differ).
 MAX_TRAJECTORY_AGE_S = 5.0
 _MAX_TRAJECTORY_AHEAD_S = 0.5
+#: franky's message when its planner (Ruckig) fails a motion it was given; on a trajectory it had
+#: been following (error -111) the rest is followed again from where the arm stopped, at most
+#: MAX_RESUMES times a goal, once it rests (within _RESUME_REST_S; rest: every |dq| below
+#: _RESUME_REST_SPEED). CI saw one on a push on a loaded machine.
+PLANNER_FAULT = "Motion planner failed"
+MAX_RESUMES = 2
+_RESUME_REST_S = 2.0
+_RESUME_REST_SPEED = 0.02
+#: The resumed motion joins the trajectory no faster than this (rad/s, the largest joint).
+_RESUME_JOIN_SPEED = 0.2
 #: Parameters the node hands its driver (each driver reads the ones it needs).
 _DRIVER_PARAMS = ("robot_ip", "dynamics_factor", "enforce_realtime", "joint_command_topic", "state_timeout_s")
 
@@ -698,6 +735,9 @@ class ExecutorNode(Node):
         stopping = not started
         state = MotionState(False)
         last = 0.0
+        resumes = 0
+        done = 0.0  # fraction of the goal's duration behind the motion running now
+        share = 1.0  # the running motion's share of the goal's duration
         while started:
             if not stopping and stop_requested():
                 stopping = True
@@ -705,9 +745,18 @@ class ExecutorNode(Node):
                     self.driver.stop()
             state = self.driver.status()
             if not state.running:
+                if (state.error_kind == "limit" and PLANNER_FAULT in state.message
+                        and resumes < MAX_RESUMES and not stopping and not stop_requested()):
+                    resumed = self._resume(stops, times, qs, vels, float(state.progress), state.message)
+                    if resumed is not None:
+                        resumes += 1
+                        times, qs, vels = resumed
+                        done += share * float(state.progress)
+                        share = 1.0 - done
+                        continue
                 break
             if time.monotonic() - last > 0.05:
-                feedback.progress = float(state.progress)
+                feedback.progress = done + share * float(state.progress)
                 goal_handle.publish_feedback(feedback)
                 last = time.monotonic()
             time.sleep(_POLL_PERIOD)
@@ -731,6 +780,42 @@ class ExecutorNode(Node):
         else:
             self._report(state.error_kind, state.message)
         return self._finish(goal_handle, False, state.message, state.error_kind)
+
+    def _resume(
+        self, stops: int, times: np.ndarray, qs: np.ndarray, vels: np.ndarray | None,
+        progress: float, fault: str,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+        """Start the rest of a trajectory franky's planner failed part-way (:data:`PLANNER_FAULT`)
+        from where the arm rests; the rest as started, or None (the fault then stands) when the
+        arm does not come to rest, the rest fails the limit checks, or a stop came meanwhile."""
+        log = self.get_logger()
+        end = time.monotonic() + _RESUME_REST_S
+        while True:
+            try:
+                reading = self.driver.read()
+            except Exception as exc:  # noqa: BLE001 - no state: the fault stands
+                log.warning(f"not resuming after '{fault}': no arm state ({exc})")
+                return None
+            if float(np.max(np.abs(reading.dq))) < _RESUME_REST_SPEED:
+                break
+            if time.monotonic() > end:
+                log.warning(f"not resuming after '{fault}': the arm not at rest in {_RESUME_REST_S:.0f} s")
+                return None
+            time.sleep(_POLL_PERIOD)
+        rest = remaining_trajectory(times, qs, vels, reading.q, progress)
+        verdict = self.safety.check_trajectory(rest[0], rest[1], reading.q, rest[2])
+        if not verdict.ok:
+            log.warning(f"not resuming after '{fault}': the rest fails {verdict.check}: {verdict.message}")
+            return None
+        try:
+            not_started = self._start(stops, *rest)
+        except Exception as exc:  # noqa: BLE001 - the fault stands; this one is logged
+            log.warning(f"not resuming after '{fault}': could not start ({exc})")
+            return None
+        if not_started:
+            return None
+        log.warning(f"{fault} at {progress:.0%} of the way: following the rest from where the arm rests")
+        return rest
 
     # ------------------------------------------------------------------ services
     def _on_gripper(self, request: Gripper.Request, response: Gripper.Response) -> Gripper.Response:

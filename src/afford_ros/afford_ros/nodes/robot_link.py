@@ -82,8 +82,11 @@ class GraphRobot:
     """Drives the executor node for a skill. ``node`` must spin in a multi-threaded executor.
 
     Attributes:
-        max_state_age: Oldest /joint_states (s) the arm state may come from; older means the
-            robot's state stream stopped, and the skill stops.
+        max_state_age: Oldest /joint_states (s) the arm state may come from. An older one is
+            not used: a fresh one is waited for up to ``state_wait`` s, and only a stream still
+            silent then (the robot's state stream stopped) stops the skill.
+        state_wait: Longest wait (s) for a fresh /joint_states when the last one is too old;
+            on a loaded machine the executor's 100 Hz stream has gaps of half a second.
         timeout_margin: Seconds beyond a trajectory's duration before its result is given up.
         settle_timeout: Longest wait (s) after a motion for the arm to arrive at rest on its last
             point; an arm still ``STALL_GAP`` away then is held back and the skill stops.
@@ -95,6 +98,7 @@ class GraphRobot:
         self,
         node: Node,
         max_state_age: float = 0.5,
+        state_wait: float = 2.0,
         timeout_margin: float = 10.0,
         settle_timeout: float = 2.0,
         frame_timeout: float = 2.0,
@@ -104,11 +108,13 @@ class GraphRobot:
         self.description = get_robot(robot)
         self._joints = contract.arm_joints(self.description)
         self.max_state_age = max_state_age
+        self.state_wait = state_wait
         self.timeout_margin = timeout_margin
         self.settle_timeout = settle_timeout
         self.frame_timeout = frame_timeout
         group = ReentrantCallbackGroup()
         self._lock = threading.Lock()
+        self._state_came = threading.Condition(self._lock)
         self._q: np.ndarray | None = None
         self._dq: np.ndarray | None = None
         self._q_time = 0.0
@@ -147,6 +153,7 @@ class GraphRobot:
             self._q = np.array([msg.position[index[j]] for j in self._joints])
             self._dq = dq
             self._q_time = time.monotonic()
+            self._state_came.notify_all()
 
     def _on_camera_info(self, msg: CameraInfo) -> None:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
@@ -155,13 +162,31 @@ class GraphRobot:
             self._frame_seen = time.monotonic()
 
     def arm_q(self) -> np.ndarray:
-        with self._lock:
-            q, t = self._q, self._q_time
+        """The measured arm joints, from a /joint_states at most ``max_state_age`` old.
+
+        A state older than that is never returned: the next one is waited for (up to
+        ``state_wait`` s), since a gap of a few hundred ms in the stream is what a loaded machine
+        does, not a robot that stopped reporting.
+
+        Raises:
+            SkillError: no /joint_states yet, or none fresh within ``state_wait`` s.
+        """
+        end = time.monotonic() + self.state_wait
+        with self._state_came:
+            while True:
+                q, t = self._q, self._q_time
+                now = time.monotonic()
+                if q is not None and now - t <= self.max_state_age:
+                    return q.copy()
+                if now >= end:
+                    break
+                self._state_came.wait(end - now)
         if q is None:
             raise SkillError("no /joint_states from the executor")
-        if time.monotonic() - t > self.max_state_age:
-            raise SkillError(f"stale robot state: no /joint_states for {time.monotonic() - t:.2f} s")
-        return q.copy()
+        raise SkillError(
+            f"stale robot state: no /joint_states for {time.monotonic() - t:.2f} s "
+            f"(waited {self.state_wait:.1f} s for one)"
+        )
 
     def wait_for_state(self, timeout: float) -> np.ndarray:
         end = time.monotonic() + timeout

@@ -1,0 +1,112 @@
+"""The policy node's inputs over DDS: a run waits for fresh ones before its first step, no longer.
+
+A real ``PolicyNode`` on a domain of its own; a second node publishes the policy cameras and
+/joint_states as sim_world and the executor do. After a scene reset the cameras are silent
+for seconds on a loaded machine (CI saw 4.5 s): a run that starts then must wait for the next
+images, not end with "silent"; inputs that stay silent past ``start_wait_s`` end it with that
+reason, and a cancel ends the wait. Nothing stale is ever handed to the policy.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+
+_DOMAIN = 200 + os.getpid() % 15  # 200-214: apart from the other node tests' domains
+
+
+@pytest.fixture
+def policy_side() -> Iterator[tuple[Any, Any]]:
+    from rclpy.executors import MultiThreadedExecutor
+    from rclpy.parameter import Parameter
+    from sensor_msgs.msg import Image, JointState
+
+    from afford_policy.nodes.policy import T_FRONT, T_WRIST, PolicyNode
+    from afford_ros import contract
+    from afford_ros.nodes.convert import image_to_msg, stamp_from_ns
+    from afford_ros.qos import qos_profile
+
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=_DOMAIN)
+    node = PolicyNode(context=context, parameter_overrides=[
+        Parameter("max_input_age_s", value=0.3), Parameter("start_wait_s", value=2.0)])
+    world = rclpy.create_node("world", context=context)
+    qos = {t: qos_profile(contract.topic(t).qos) for t in (T_FRONT, T_WRIST, "/joint_states")}
+    cams = {t: world.create_publisher(Image, t, qos[t]) for t in (T_FRONT, T_WRIST)}
+    joints = world.create_publisher(JointState, "/joint_states", qos["/joint_states"])
+    names = [*contract.arm_joints("fr3"), contract.finger_width_joint("fr3")]
+
+    def publish(value: int) -> None:
+        image = np.full((8, 8, 3), value, dtype=np.uint8)
+        for topic, pub in cams.items():
+            pub.publish(image_to_msg(image, "rgb8", topic, stamp_from_ns(time.time_ns())))
+        joints.publish(JointState(name=names, position=[0.0] * 7 + [0.08]))
+
+    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor.add_node(node)
+    executor.add_node(world)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    try:
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end:  # until discovery is done and the node has heard them
+            publish(1)
+            try:
+                node._inputs()
+                break
+            except Exception:  # noqa: BLE001 - not heard yet
+                time.sleep(0.05)
+        else:
+            raise AssertionError("the policy node never heard the inputs")
+        yield node, publish
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        world.destroy_node()
+        context.try_shutdown()
+        spin.join(timeout=5)
+
+
+def test_a_run_waits_for_inputs_that_went_silent_and_takes_the_new_ones(policy_side: tuple) -> None:
+    from afford_policy.nodes.policy import RunEnded
+
+    node, publish = policy_side
+    time.sleep(0.6)  # twice max_input_age_s: silent, as the cameras are through a scene reset
+    threading.Timer(0.5, publish, args=(7,)).start()
+    try:
+        front, wrist, _q, width = node._first_inputs(SimpleNamespace(is_cancel_requested=False))
+    except RunEnded as err:
+        raise AssertionError(f"a 1.1 s gap before the first step ended the run: {err}") from None
+    assert int(front[0, 0, 0]) == 7 and int(wrist[0, 0, 0]) == 7, "stale images were handed on"
+    assert width == pytest.approx(0.08)
+
+
+def test_inputs_silent_past_the_start_wait_end_the_run_with_the_reason(policy_side: tuple) -> None:
+    from afford_policy.nodes.policy import RunEnded
+
+    node, _ = policy_side
+    time.sleep(0.4)  # past max_input_age_s, and nothing comes
+    t0 = time.monotonic()
+    with pytest.raises(RunEnded, match=r"silent for .* \(waited 2 s before the first step\)"):
+        node._first_inputs(SimpleNamespace(is_cancel_requested=False))
+    assert time.monotonic() - t0 >= 1.9, "gave up before start_wait_s"
+
+
+def test_a_cancel_ends_the_wait(policy_side: tuple) -> None:
+    from afford_policy.nodes.policy import RunEnded
+
+    node, _ = policy_side
+    time.sleep(0.4)
+    t0 = time.monotonic()
+    with pytest.raises(RunEnded, match="cancelled"):
+        node._first_inputs(SimpleNamespace(is_cancel_requested=True))
+    assert time.monotonic() - t0 < 1.0
