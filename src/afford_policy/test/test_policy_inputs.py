@@ -1,10 +1,11 @@
-"""The policy node's inputs over DDS: a run waits for fresh ones before its first step, no longer.
+"""The policy node's inputs over DDS: a run waits a bounded time for fresh ones, never acts on stale.
 
 A real ``PolicyNode`` on a domain of its own; a second node publishes the policy cameras and
 /joint_states as sim_world and the executor do. After a scene reset the cameras are silent
-for seconds on a loaded machine (CI saw 4.5 s): a run that starts then must wait for the next
-images, not end with "silent"; inputs that stay silent past ``start_wait_s`` end it with that
-reason, and a cancel ends the wait. Nothing stale is ever handed to the policy.
+for seconds on a loaded machine (CI saw 4.5 s), and mid-run a camera starved of CPU skips a
+second (seen beside a training job): a run must wait for the next images while the arm holds,
+not end with "silent"; inputs that stay silent past ``input_wait_s`` end it with that reason,
+and a cancel ends the wait. Nothing stale is ever handed to the policy.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def policy_side() -> Iterator[tuple[Any, Any]]:
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=_DOMAIN)
     node = PolicyNode(context=context, parameter_overrides=[
-        Parameter("max_input_age_s", value=0.3), Parameter("start_wait_s", value=2.0)])
+        Parameter("max_input_age_s", value=0.3), Parameter("input_wait_s", value=2.0)])
     world = rclpy.create_node("world", context=context)
     qos = {t: qos_profile(contract.topic(t).qos) for t in (T_FRONT, T_WRIST, "/joint_states")}
     cams = {t: world.create_publisher(Image, t, qos[t]) for t in (T_FRONT, T_WRIST)}
@@ -83,22 +84,26 @@ def test_a_run_waits_for_inputs_that_went_silent_and_takes_the_new_ones(policy_s
     time.sleep(0.6)  # twice max_input_age_s: silent, as the cameras are through a scene reset
     threading.Timer(0.5, publish, args=(7,)).start()
     try:
-        front, wrist, _q, width = node._first_inputs(SimpleNamespace(is_cancel_requested=False))
+        (front, wrist, _q, width), waited = node._fresh_inputs(
+            SimpleNamespace(is_cancel_requested=False), "before the first step")
     except RunEnded as err:
         raise AssertionError(f"a 1.1 s gap before the first step ended the run: {err}") from None
     assert int(front[0, 0, 0]) == 7 and int(wrist[0, 0, 0]) == 7, "stale images were handed on"
     assert width == pytest.approx(0.08)
+    assert waited, "says it did not wait: the run would not start its next chunk from the arm"
+    _, waited = node._fresh_inputs(SimpleNamespace(is_cancel_requested=False), "at step 3")
+    assert not waited, "fresh inputs taken as a wait"
 
 
-def test_inputs_silent_past_the_start_wait_end_the_run_with_the_reason(policy_side: tuple) -> None:
+def test_inputs_silent_past_the_wait_end_the_run_with_the_reason(policy_side: tuple) -> None:
     from afford_policy.nodes.policy import RunEnded
 
     node, _ = policy_side
     time.sleep(0.4)  # past max_input_age_s, and nothing comes
     t0 = time.monotonic()
-    with pytest.raises(RunEnded, match=r"silent for .* \(waited 2 s before the first step\)"):
-        node._first_inputs(SimpleNamespace(is_cancel_requested=False))
-    assert time.monotonic() - t0 >= 1.9, "gave up before start_wait_s"
+    with pytest.raises(RunEnded, match=r"silent for .* \(waited 2 s at step 7\)"):
+        node._fresh_inputs(SimpleNamespace(is_cancel_requested=False), "at step 7")
+    assert time.monotonic() - t0 >= 1.9, "gave up before input_wait_s"
 
 
 def test_a_cancel_ends_the_wait(policy_side: tuple) -> None:
@@ -108,5 +113,5 @@ def test_a_cancel_ends_the_wait(policy_side: tuple) -> None:
     time.sleep(0.4)
     t0 = time.monotonic()
     with pytest.raises(RunEnded, match="cancelled"):
-        node._first_inputs(SimpleNamespace(is_cancel_requested=True))
+        node._fresh_inputs(SimpleNamespace(is_cancel_requested=True), "before the first step")
     assert time.monotonic() - t0 < 1.0

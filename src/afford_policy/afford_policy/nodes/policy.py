@@ -8,10 +8,11 @@ rate):
 1. takes the newest images of the policy cameras (``/policy_camera/front/image_raw``,
    ``/policy_camera/wrist/image_raw``; ``sim_world`` renders them when its
    ``policy_camera_width`` is set, a lab's drivers publish them on the real robot) and the
-   newest ``/joint_states``; any of them older than ``max_input_age_s`` ends the run with the
-   reason, as nothing the policy would answer to stale inputs may move the arm (before the
-   first step the run waits up to ``start_wait_s`` for them to be fresh: a camera that has not
-   yet published since a scene reset, on a loaded machine seconds long, is no reason to end);
+   newest ``/joint_states``; nothing older than ``max_input_age_s`` is acted on: the run waits
+   for fresh ones, up to ``input_wait_s`` (before the first step, a camera that has not yet
+   published since a scene reset; mid-run, a camera or state stream starved on a loaded
+   machine), while the arm holds its last target (the stream lapses, and the next chunk starts
+   from where the arm is), and ends with the reason if they stay stale;
 2. asks the policy for an action and gates it (:class:`afford_policy.serving.PolicyStepper`:
    8 finite values or the run ends with the arm unmoved; clipped to the joint limits less the
    margin, rate-limited to the velocity limits);
@@ -110,8 +111,9 @@ class PolicyNode(Node):
             d(description="Oldest camera image or joint state a step may act on (s); older ends the run."),
         )
         self.declare_parameter(
-            "start_wait_s", 10.0,
-            d(description="Longest wait (s) before the first step for fresh images and joint states."),
+            "input_wait_s", 10.0,
+            d(description="Longest wait (s) for fresh images and joint states, before the first step or "
+              "when they lapse mid-run (the arm holds meanwhile); still stale then, the run ends."),
         )
         self.declare_parameter(
             "joint_margin", 0.05,
@@ -138,9 +140,9 @@ class PolicyNode(Node):
         self.max_age = float(self.get_parameter("max_input_age_s").value)
         if not 0.05 <= self.max_age <= 10.0:
             raise ValueError(f"max_input_age_s must be in [0.05, 10], got {self.max_age}")
-        self.start_wait = float(self.get_parameter("start_wait_s").value)
-        if not 0.0 <= self.start_wait <= 120.0:
-            raise ValueError(f"start_wait_s must be in [0, 120], got {self.start_wait}")
+        self.input_wait = float(self.get_parameter("input_wait_s").value)
+        if not 0.0 <= self.input_wait <= 120.0:
+            raise ValueError(f"input_wait_s must be in [0, 120], got {self.input_wait}")
         self.gripper_timeout = float(self.get_parameter("gripper_timeout_s").value)
         self.lead = float(self.get_parameter("lead_s").value)
         self.speed_fraction = float(self.get_parameter("speed_fraction").value)
@@ -228,18 +230,23 @@ class PolicyNode(Node):
             raise RunEnded(f"/joint_states carries no {self.width_joint}: the policy needs the opening")
         return out[0], out[1], q, width
 
-    def _first_inputs(self, goal_handle: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-        """:meth:`_inputs` once they are all fresh, waiting up to ``start_wait_s`` (a cancel ends
-        the wait); past it, the reason the last look gave."""
-        end = time.monotonic() + self.start_wait
+    def _fresh_inputs(
+        self, goal_handle: Any, when: str
+    ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, float], bool]:
+        """:meth:`_inputs` once they are all fresh, waiting up to ``input_wait_s`` (a cancel ends
+        the wait), and whether it waited; past the wait, the reason the last look gave, and
+        ``when`` (which step) with it."""
+        end = time.monotonic() + self.input_wait
+        waited = False
         while True:
             try:
-                return self._inputs()
+                return self._inputs(), waited
             except RunEnded as err:
                 if goal_handle.is_cancel_requested:
                     raise RunEnded("cancelled") from None
                 if time.monotonic() >= end:
-                    raise RunEnded(f"{err} (waited {self.start_wait:.0f} s before the first step)") from None
+                    raise RunEnded(f"{err} (waited {self.input_wait:.0f} s {when})") from None
+            waited = True
             time.sleep(0.05)
 
     def _fault_since(self, t0: float) -> str:
@@ -294,7 +301,7 @@ class PolicyNode(Node):
             raise RunEnded(f"max_seconds must be >= 0, got {goal.max_seconds}")
         seconds = float(goal.max_seconds) or loaded.max_seconds
         instruction = goal.instruction.strip() or loaded.instruction
-        front, wrist, q, width = self._first_inputs(goal_handle)
+        (front, wrist, q, width), _ = self._fresh_inputs(goal_handle, "before the first step")
         stepper = PolicyStepper(loaded, self.limits, q, time.monotonic(), lead_s=self.lead,
                                 speed_fraction=self.speed_fraction, speed_limits=self.speed_limits)
         bad = stepper.check_images(front, wrist)
@@ -329,7 +336,13 @@ class PolicyNode(Node):
                 continue
             if fault:
                 raise RunEnded(f"step {step}: {fault}")
-            front, wrist, q, width = self._inputs()
+            (front, wrist, q, width), waited = self._fresh_inputs(goal_handle, f"at step {step}")
+            if waited:
+                # The arm held its last target meanwhile and the stream lapsed: go on from where
+                # the arm is now, as after a gripper command.
+                self.get_logger().warning(f"step {step}: inputs were stale; waited, going on from the arm")
+                stepper.resync()
+                next_t = time.monotonic()
             obs = stepper.observation(front, wrist, q, width, instruction)
             action = stepper.act(obs)
             now_ns = self.get_clock().now().nanoseconds  # the chunk counts from after the answer
