@@ -747,13 +747,16 @@ class ExecutorNode(Node):
             if not state.running:
                 if (state.error_kind == "limit" and PLANNER_FAULT in state.message
                         and resumes < MAX_RESUMES and not stopping and not stop_requested()):
-                    resumed = self._resume(stops, times, qs, vels, float(state.progress), state.message)
+                    resumed = self._resume(stops, times, qs, vels, float(state.progress), state.message,
+                                           stop_requested)
                     if resumed is not None:
                         resumes += 1
                         times, qs, vels = resumed
                         done += share * float(state.progress)
                         share = 1.0 - done
                         continue
+                    if stop_requested():  # came while it waited to resume: a halt, as any other
+                        state = MotionState(False, state.progress, "stopped", state.message)
                 break
             if time.monotonic() - last > 0.05:
                 feedback.progress = done + share * float(state.progress)
@@ -783,11 +786,13 @@ class ExecutorNode(Node):
 
     def _resume(
         self, stops: int, times: np.ndarray, qs: np.ndarray, vels: np.ndarray | None,
-        progress: float, fault: str,
+        progress: float, fault: str, stop_requested: Any,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
         """Start the rest of a trajectory franky's planner failed part-way (:data:`PLANNER_FAULT`)
         from where the arm rests; the rest as started, or None (the fault then stands) when the
-        arm does not come to rest, the rest fails the limit checks, or a stop came meanwhile."""
+        arm does not come to rest, the rest fails the limit checks, or a stop or cancel came
+        meanwhile (``stop_requested()``; a stop's own count also keeps :meth:`_start` from
+        starting it)."""
         log = self.get_logger()
         end = time.monotonic() + _RESUME_REST_S
         while True:
@@ -806,6 +811,8 @@ class ExecutorNode(Node):
         verdict = self.safety.check_trajectory(rest[0], rest[1], reading.q, rest[2])
         if not verdict.ok:
             log.warning(f"not resuming after '{fault}': the rest fails {verdict.check}: {verdict.message}")
+            return None
+        if stop_requested():
             return None
         try:
             not_started = self._start(stops, *rest)
