@@ -22,7 +22,7 @@ import pytest
 
 rclpy = pytest.importorskip("rclpy")
 
-_DOMAIN = 200 + os.getpid() % 15  # 200-214: apart from the other node tests' domains
+_DOMAIN = 90 + os.getpid() % 10  # 90-99: apart from the other node tests' domains
 
 
 @pytest.fixture
@@ -30,6 +30,7 @@ def policy_side() -> Iterator[tuple[Any, Any]]:
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import Image, JointState
+    from std_msgs.msg import Empty
 
     from afford_policy.nodes.policy import T_FRONT, T_WRIST, PolicyNode
     from afford_ros import contract
@@ -39,17 +40,17 @@ def policy_side() -> Iterator[tuple[Any, Any]]:
     context = rclpy.Context()
     rclpy.init(context=context, domain_id=_DOMAIN)
     node = PolicyNode(context=context, parameter_overrides=[
-        Parameter("max_input_age_s", value=0.3), Parameter("input_wait_s", value=2.0)])
+        Parameter("max_input_age_s", value=0.5), Parameter("input_wait_s", value=2.0)])
     world = rclpy.create_node("world", context=context)
     qos = {t: qos_profile(contract.topic(t).qos) for t in (T_FRONT, T_WRIST, "/joint_states")}
     cams = {t: world.create_publisher(Image, t, qos[t]) for t in (T_FRONT, T_WRIST)}
     joints = world.create_publisher(JointState, "/joint_states", qos["/joint_states"])
     names = [*contract.arm_joints("fr3"), contract.finger_width_joint("fr3")]
 
-    def publish(value: int) -> None:
+    def publish(value: int, encoding: str = "rgb8") -> None:
         image = np.full((8, 8, 3), value, dtype=np.uint8)
         for topic, pub in cams.items():
-            pub.publish(image_to_msg(image, "rgb8", topic, stamp_from_ns(time.time_ns())))
+            pub.publish(image_to_msg(image, encoding, topic, stamp_from_ns(time.time_ns())))
         joints.publish(JointState(name=names, position=[0.0] * 7 + [0.08]))
 
     executor = MultiThreadedExecutor(num_threads=2, context=context)
@@ -68,7 +69,9 @@ def policy_side() -> Iterator[tuple[Any, Any]]:
                 time.sleep(0.05)
         else:
             raise AssertionError("the policy node never heard the inputs")
-        yield node, publish
+        stop = world.create_publisher(Empty, "/afford/stop", qos_profile(contract.topic("/afford/stop").qos))
+        time.sleep(0.5)  # the stop's subscription matched before a test publishes on it
+        yield node, publish, stop
     finally:
         executor.shutdown()
         node.destroy_node()
@@ -80,38 +83,76 @@ def policy_side() -> Iterator[tuple[Any, Any]]:
 def test_a_run_waits_for_inputs_that_went_silent_and_takes_the_new_ones(policy_side: tuple) -> None:
     from afford_policy.nodes.policy import RunEnded
 
-    node, publish = policy_side
-    time.sleep(0.6)  # twice max_input_age_s: silent, as the cameras are through a scene reset
+    node, publish, _ = policy_side
+    time.sleep(1.5)  # three times max_input_age_s: silent, as the cameras are through a scene reset
     threading.Timer(0.5, publish, args=(7,)).start()
     try:
         (front, wrist, _q, width), waited = node._fresh_inputs(
-            SimpleNamespace(is_cancel_requested=False), "before the first step")
+            SimpleNamespace(is_cancel_requested=False), "before the first step", time.monotonic())
     except RunEnded as err:
-        raise AssertionError(f"a 1.1 s gap before the first step ended the run: {err}") from None
+        raise AssertionError(f"a 2 s gap before the first step ended the run: {err}") from None
     assert int(front[0, 0, 0]) == 7 and int(wrist[0, 0, 0]) == 7, "stale images were handed on"
     assert width == pytest.approx(0.08)
-    assert waited, "says it did not wait: the run would not start its next chunk from the arm"
-    _, waited = node._fresh_inputs(SimpleNamespace(is_cancel_requested=False), "at step 3")
-    assert not waited, "fresh inputs taken as a wait"
+    assert waited, "says it did not wait: the run would go on as if nothing had lapsed"
+    publish(8)
+    (front, _, _, _), waited = node._fresh_inputs(
+        SimpleNamespace(is_cancel_requested=False), "at step 3", time.monotonic())
+    assert not waited and int(front[0, 0, 0]) in (7, 8), "fresh inputs taken as a wait"
 
 
 def test_inputs_silent_past_the_wait_end_the_run_with_the_reason(policy_side: tuple) -> None:
     from afford_policy.nodes.policy import RunEnded
 
-    node, _ = policy_side
-    time.sleep(0.4)  # past max_input_age_s, and nothing comes
+    node, _, _ = policy_side
+    time.sleep(1.0)  # past max_input_age_s, and nothing comes
     t0 = time.monotonic()
     with pytest.raises(RunEnded, match=r"silent for .* \(waited 2 s at step 7\)"):
-        node._fresh_inputs(SimpleNamespace(is_cancel_requested=False), "at step 7")
+        node._fresh_inputs(SimpleNamespace(is_cancel_requested=False), "at step 7", t0)
     assert time.monotonic() - t0 >= 1.9, "gave up before input_wait_s"
 
 
 def test_a_cancel_ends_the_wait(policy_side: tuple) -> None:
     from afford_policy.nodes.policy import RunEnded
 
-    node, _ = policy_side
-    time.sleep(0.4)
+    node, _, _ = policy_side
+    time.sleep(1.0)
     t0 = time.monotonic()
     with pytest.raises(RunEnded, match="cancelled"):
-        node._fresh_inputs(SimpleNamespace(is_cancel_requested=True), "before the first step")
+        node._fresh_inputs(SimpleNamespace(is_cancel_requested=True), "before the first step", t0)
     assert time.monotonic() - t0 < 1.0
+
+
+def test_the_operators_stop_ends_a_run_that_waits_for_inputs(policy_side: tuple) -> None:
+    """The executor reports a stop only while a stream runs, and a waiting run streams nothing:
+    the node hears /afford/stop itself, and the run ends instead of streaming after it."""
+    from std_msgs.msg import Empty
+
+    from afford_policy.nodes.policy import RunEnded
+
+    node, _, stop = policy_side
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    threading.Timer(0.3, lambda: stop.publish(Empty())).start()
+    with pytest.raises(RunEnded, match=r"halted by the operator's stop \(/afford/stop\) \(while it waited"):
+        node._fresh_inputs(SimpleNamespace(is_cancel_requested=False), "at step 4", t0)
+    assert time.monotonic() - t0 < 1.9, "waited on after the stop"
+
+
+def test_an_unusable_image_ends_the_run_at_once(policy_side: tuple) -> None:
+    """Only a missing or stale input is worth waiting for; a wrong encoding will not mend."""
+    from afford_policy.nodes.policy import RunEnded
+
+    node, publish, _ = policy_side
+    publish(3, encoding="bgr8")
+    end = time.monotonic() + 5.0
+    while time.monotonic() < end:  # until the node has the bgr8 frames
+        try:
+            node._inputs()
+        except RunEnded as err:
+            if "unusable" in str(err):
+                break
+        time.sleep(0.02)
+    t0 = time.monotonic()
+    with pytest.raises(RunEnded, match="unusable image"):
+        node._fresh_inputs(SimpleNamespace(is_cancel_requested=False), "at step 2", t0)
+    assert time.monotonic() - t0 < 0.5, "waited for an image that will not mend"

@@ -119,6 +119,11 @@ def test_a_trajectory_franky_fails_part_way_is_followed_on_from_where_the_arm_re
     assert result.success, f"{result.error_kind}: {result.message}\n{log}"
     assert np.max(np.abs(q_end - planned_end)) < 0.01, q_end - planned_end
     assert "Motion planner failed" in log and "following the rest from where the arm rests" in log, log
+    import re
+
+    at = [int(m) for m in re.findall(r"Motion planner failed with error code -?\d+ at (\d+)% of", log)]
+    # By the clock, which runs ahead of a loaded simulator: the fault came after the start.
+    assert len(at) == 1 and at[0] >= 10, f"the fault was not mid-way: {at}"
 
 
 def test_a_fault_that_comes_back_after_every_resume_ends_the_goal_with_it(
@@ -135,7 +140,8 @@ def test_a_fault_that_comes_back_after_every_resume_ends_the_goal_with_it(
 
 def test_the_rest_joins_the_stretch_the_arm_was_on_not_one_it_passed_near_before() -> None:
     """A path out and back passes one point twice; stopped on the way back, the rest continues
-    the way back (from rest, the join no faster than the resume speed), not the way out."""
+    the way back (from rest, the join no faster than the resume speed), not the way out; and a
+    clock that ran ahead of the arm (a slow simulator) still finds the stretch it was on."""
     from afford_ros.nodes.executor import _RESUME_JOIN_SPEED, remaining_trajectory
 
     t = np.arange(0.0, 6.0 + 1e-9, 0.01)
@@ -153,6 +159,10 @@ def test_the_rest_joins_the_stretch_the_arm_was_on_not_one_it_passed_near_before
     join = float(np.max(np.abs(rest_q[1] - rest_q[0]))) / (rest_t[1] - rest_t[0])
     assert join <= _RESUME_JOIN_SPEED + 1e-9
     assert np.all(np.diff(rest_t) > 0)
+    # Stopped at 0.205 on the way out at 1.0 s, with the clock reading 1.8 s (a simulator at
+    # 0.55x real time): the rest goes out and back, not only back.
+    rest_t, rest_q, _ = remaining_trajectory(t, qs, vels, q_now, progress=1.8 / 6.0)
+    assert abs((rest_t[-1] - rest_t[1]) - 5.0) < 0.05, "lost the way out to a clock ahead of the arm"
 
 
 if __name__ == "__main__" and len(sys.argv) == 4 and sys.argv[1] == "--executor":

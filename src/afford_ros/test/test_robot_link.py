@@ -80,12 +80,12 @@ def test_a_gap_in_the_state_stream_is_waited_out_and_the_new_state_returned(link
     robot, publish, _ = link
     old, new = np.zeros(7), np.full(7, 0.1)
     _until_heard(robot, publish, old)
-    time.sleep(0.4)  # the last state is now twice max_state_age old: a gap, as on a loaded machine
+    time.sleep(1.0)  # the last state is now five times max_state_age old: a gap, as on a loaded machine
     threading.Timer(0.3, publish, args=(new,)).start()
     try:
         q = robot.arm_q()
     except SkillError as err:
-        raise AssertionError(f"a 0.7 s gap stopped the skill: {err}") from None
+        raise AssertionError(f"a 1.3 s gap stopped the skill: {err}") from None
     assert np.allclose(q, new), "the stale state was returned, not the one that came after it"
 
 
@@ -94,7 +94,7 @@ def test_a_silent_state_stream_stops_the_skill_with_the_reason(link: tuple) -> N
 
     robot, publish, _ = link
     _until_heard(robot, publish, np.zeros(7))
-    time.sleep(0.3)
+    time.sleep(1.0)
     t0 = time.monotonic()
     with pytest.raises(SkillError, match=r"stale robot state: no /joint_states for .* \(waited 1\.0 s"):
         robot.arm_q()

@@ -12,7 +12,8 @@ rate):
    for fresh ones, up to ``input_wait_s`` (before the first step, a camera that has not yet
    published since a scene reset; mid-run, a camera or state stream starved on a loaded
    machine), while the arm holds its last target (the stream lapses, and the next chunk starts
-   from where the arm is), and ends with the reason if they stay stale;
+   from where the arm is), and ends with the reason if they stay stale; an operator's stop
+   (``/afford/stop``, heard here as well as by the executor) ends the run, waiting or not;
 2. asks the policy for an action and gates it (:class:`afford_policy.serving.PolicyStepper`:
    8 finite values or the run ends with the arm unmoved; clipped to the joint limits less the
    margin, rate-limited to the velocity limits);
@@ -46,6 +47,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Empty
 from trajectory_msgs.msg import JointTrajectory
 
 from afford_interfaces.action import RunPolicy
@@ -71,6 +73,7 @@ T_FRONT = "/policy_camera/front/image_raw"
 T_WRIST = "/policy_camera/wrist/image_raw"
 #: A gripper command's stream lapse reported by the executor: expected, not a fault.
 _LAPSE = "no joint targets for"
+_OPERATOR_STOP = "the operator's stop (/afford/stop)"
 #: A fault the stream may restart after (franky's planner, -111), at most MAX_REPLANS times a
 #: run, after a pause longer than the executor's stream_timeout_s (0.5 s by default).
 _PLANNER_FAULT = "Motion planner failed"
@@ -93,6 +96,11 @@ _FEEDBACK_EVERY_S = 1.0
 
 class RunEnded(Exception):
     """Ends a run early; the text is the result's message."""
+
+
+class InputsStale(RunEnded):
+    """An input is missing or older than ``max_input_age_s``: worth waiting for, unlike an
+    unusable image or a state without the finger opening."""
 
 
 def _qos(name: str) -> Any:
@@ -169,6 +177,10 @@ class PolicyNode(Node):
                                  callback_group=inputs)
         self.create_subscription(RobotError, "/afford/robot_error", self._on_error,
                                  _qos("/afford/robot_error"), callback_group=inputs)
+        # The operator's stop, heard here too: the executor reports one only while a stream runs,
+        # and a run waiting for fresh inputs streams nothing, yet must not go on after a stop.
+        self.create_subscription(Empty, "/afford/stop", self._on_stop, _qos("/afford/stop"),
+                                 callback_group=inputs)
         self.pub_targets = self.create_publisher(
             JointTrajectory, "/executor/joint_targets", _qos("/executor/joint_targets")
         )
@@ -197,6 +209,11 @@ class PolicyNode(Node):
         with self._lock:
             self._joints = (time.monotonic(), q, width)
 
+    def _on_stop(self, _msg: Empty) -> None:
+        with self._lock:
+            self._errors.append((time.monotonic(), "stopped", _OPERATOR_STOP))
+            del self._errors[:-50]
+
     def _on_error(self, msg: RobotError) -> None:
         with self._lock:
             self._errors.append((time.monotonic(), str(msg.kind), str(msg.message)))
@@ -211,39 +228,54 @@ class PolicyNode(Node):
         out = []
         for topic in (T_FRONT, T_WRIST):
             if topic not in images:
-                raise RunEnded(f"no image on {topic}: is a policy camera publishing? (sim_world: set "
+                raise InputsStale(f"no image on {topic}: is a policy camera publishing? (sim_world: set "
                                "policy_camera_width and policy_camera_height; `afford bringup "
                                "fr3_sim_policy` does)")
             t, msg = images[topic]
             if now - t > self.max_age:
-                raise RunEnded(f"{topic} silent for {now - t:.1f} s (limit {self.max_age:.1f} s)")
+                raise InputsStale(f"{topic} silent for {now - t:.1f} s (limit {self.max_age:.1f} s)")
             problem = image_problem(msg)
             if problem or msg.encoding != "rgb8":
                 raise RunEnded(f"{topic}: unusable image ({problem or f'encoding {msg.encoding}, not rgb8'})")
             out.append(np.ascontiguousarray(msg_to_image(msg)))
-        if joints is None:
-            raise RunEnded("no /joint_states with the arm's joints: is the executor running?")
-        t, q, width = joints
-        if now - t > self.max_age:
-            raise RunEnded(f"/joint_states silent for {now - t:.1f} s (limit {self.max_age:.1f} s)")
-        if not np.isfinite(width):
-            raise RunEnded(f"/joint_states carries no {self.width_joint}: the policy needs the opening")
+        q, width = self._joints_now(now, joints)
         return out[0], out[1], q, width
 
+    def _joints_now(self, now: float | None = None, joints: tuple[float, np.ndarray, float] | None = None
+                    ) -> tuple[np.ndarray, float]:
+        """The newest arm joints and finger opening, or RunEnded when missing or stale (the
+        gripper phase reads only these: a camera stall then is no reason to end)."""
+        if now is None:
+            now = time.monotonic()
+            with self._lock:
+                joints = self._joints
+        if joints is None:
+            raise InputsStale("no /joint_states with the arm's joints: is the executor running?")
+        t, q, width = joints
+        if now - t > self.max_age:
+            raise InputsStale(f"/joint_states silent for {now - t:.1f} s (limit {self.max_age:.1f} s)")
+        if not np.isfinite(width):
+            raise RunEnded(f"/joint_states carries no {self.width_joint}: the policy needs the opening")
+        return q, width
+
     def _fresh_inputs(
-        self, goal_handle: Any, when: str
+        self, goal_handle: Any, when: str, since: float
     ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, float], bool]:
-        """:meth:`_inputs` once they are all fresh, waiting up to ``input_wait_s`` (a cancel ends
-        the wait), and whether it waited; past the wait, the reason the last look gave, and
-        ``when`` (which step) with it."""
+        """:meth:`_inputs` once they are all fresh, waiting up to ``input_wait_s`` for missing or
+        stale ones (:class:`InputsStale`; other faults end the run at once), and whether it
+        waited. A cancel, or a stop or fault reported since ``since``, ends the wait; past it,
+        the reason the last look gave, and ``when`` (which step) with it."""
         end = time.monotonic() + self.input_wait
         waited = False
         while True:
             try:
                 return self._inputs(), waited
-            except RunEnded as err:
+            except InputsStale as err:
                 if goal_handle.is_cancel_requested:
                     raise RunEnded("cancelled") from None
+                fault = self._fault_since(since)
+                if fault:
+                    raise RunEnded(f"{fault} (while it waited for fresh inputs {when})") from None
                 if time.monotonic() >= end:
                     raise RunEnded(f"{err} (waited {self.input_wait:.0f} s {when})") from None
             waited = True
@@ -258,6 +290,8 @@ class PolicyNode(Node):
                 continue
             if message.startswith("gripper ") and any(a <= t <= b + 0.5 for a, b in grips):
                 continue  # about our own gripper command, whose failure _grip has taken
+            if message == _OPERATOR_STOP:
+                return f"halted by {_OPERATOR_STOP}"
             return f"the executor reported {kind}: {message}"
         return ""
 
@@ -301,7 +335,8 @@ class PolicyNode(Node):
             raise RunEnded(f"max_seconds must be >= 0, got {goal.max_seconds}")
         seconds = float(goal.max_seconds) or loaded.max_seconds
         instruction = goal.instruction.strip() or loaded.instruction
-        (front, wrist, q, width), _ = self._fresh_inputs(goal_handle, "before the first step")
+        (front, wrist, q, width), _ = self._fresh_inputs(goal_handle, "before the first step",
+                                                         time.monotonic())
         stepper = PolicyStepper(loaded, self.limits, q, time.monotonic(), lead_s=self.lead,
                                 speed_fraction=self.speed_fraction, speed_limits=self.speed_limits)
         bad = stepper.check_images(front, wrist)
@@ -336,13 +371,15 @@ class PolicyNode(Node):
                 continue
             if fault:
                 raise RunEnded(f"step {step}: {fault}")
-            (front, wrist, q, width), waited = self._fresh_inputs(goal_handle, f"at step {step}")
+            (front, wrist, q, width), waited = self._fresh_inputs(goal_handle, f"at step {step}",
+                                                                  watched_from)
             if waited:
-                # The arm held its last target meanwhile and the stream lapsed: go on from where
-                # the arm is now, as after a gripper command.
-                self.get_logger().warning(f"step {step}: inputs were stale; waited, going on from the arm")
-                stepper.resync()
+                # The arm held its last target meanwhile. Back to the checks above (a fault may
+                # have come meanwhile), then on from where the arm is (the stepper starts the
+                # next chunk from the measured arm after a pause).
+                self.get_logger().warning(f"step {step}: inputs were stale; waited for fresh ones")
                 next_t = time.monotonic()
+                continue
             obs = stepper.observation(front, wrist, q, width, instruction)
             action = stepper.act(obs)
             now_ns = self.get_clock().now().nanoseconds  # the chunk counts from after the answer
@@ -395,7 +432,7 @@ class PolicyNode(Node):
         time.sleep(max(0.0, due - time.monotonic()))
         end = time.monotonic() + ARRIVE_TIMEOUT_S
         while time.monotonic() < end:
-            _, _, q, _ = self._inputs()
+            q, _ = self._joints_now()
             if np.max(np.abs(q - target)) < ARRIVED_RAD:
                 return
             time.sleep(0.02)
@@ -404,10 +441,10 @@ class PolicyNode(Node):
         """Wait until the arm is still (:data:`SETTLED_RAD` over :data:`SETTLE_WINDOW_S`; at
         most :data:`SETTLE_TIMEOUT_S`)."""
         end = time.monotonic() + SETTLE_TIMEOUT_S
-        _, _, before, _ = self._inputs()
+        before, _ = self._joints_now()
         while time.monotonic() < end:
             time.sleep(SETTLE_WINDOW_S)
-            _, _, q, _ = self._inputs()
+            q, _ = self._joints_now()
             if np.max(np.abs(q - before)) < SETTLED_RAD:
                 return
             before = q

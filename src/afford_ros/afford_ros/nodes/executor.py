@@ -118,14 +118,16 @@ def remaining_trajectory(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The rest of a trajectory that stopped part-way, to follow from ``q_now`` (at rest).
 
-    It joins the trajectory at the sample nearest ``q_now`` among those from 2 s before to 0.5 s
-    after where ``progress`` (the fraction of its duration that had passed) puts it (a path may
-    come back near where it passed earlier: the window keeps the join on the stretch it was
-    on), from rest, no faster than ``_RESUME_JOIN_SPEED``; the samples after it keep their
+    It joins the trajectory at the sample nearest ``q_now`` among those the arm can have been
+    near: ``progress`` is the fraction of its duration that had passed by the clock, and the arm
+    follows franky's time, which a simulator slower than real time stretches; so from where half
+    that time puts it (0.5 s earlier still) to 0.5 s after where all of it does (a path may come
+    back near where it passed earlier: the window keeps the join on the stretch it was on). It
+    joins from rest, no faster than ``_RESUME_JOIN_SPEED``; the samples after it keep their
     spacing and velocities. The caller checks the result as any trajectory.
     """
     t_at = float(np.clip(progress, 0.0, 1.0)) * float(times[-1])
-    window = np.flatnonzero((times >= t_at - 2.0) & (times <= t_at + 0.5))
+    window = np.flatnonzero((times >= 0.5 * t_at - 0.5) & (times <= t_at + 0.5))
     if window.size == 0:
         window = np.arange(len(times))
     k = int(window[np.argmin(np.max(np.abs(qs[window] - q_now), axis=1))])
@@ -168,6 +170,10 @@ _RESUME_REST_S = 2.0
 _RESUME_REST_SPEED = 0.02
 #: The resumed motion joins the trajectory no faster than this (rad/s, the largest joint).
 _RESUME_JOIN_SPEED = 0.2
+#: An arm at rest this close (rad, every joint) to a failed trajectory's end has arrived; the
+#: driver would take the rest as a hold and send nothing.
+_ARRIVED_RAD = 1e-3
+_ARRIVED = "arrived"  # _resume's answer then
 #: Parameters the node hands its driver (each driver reads the ones it needs).
 _DRIVER_PARAMS = ("robot_ip", "dynamics_factor", "enforce_realtime", "joint_command_topic", "state_timeout_s")
 
@@ -736,6 +742,7 @@ class ExecutorNode(Node):
         state = MotionState(False)
         last = 0.0
         resumes = 0
+        total = float(times[-1]) if len(times) else 0.0  # the goal's duration as sent
         done = 0.0  # fraction of the goal's duration behind the motion running now
         share = 1.0  # the running motion's share of the goal's duration
         while started:
@@ -749,13 +756,17 @@ class ExecutorNode(Node):
                         and resumes < MAX_RESUMES and not stopping and not stop_requested()):
                     resumed = self._resume(stops, times, qs, vels, float(state.progress), state.message,
                                            stop_requested)
-                    if resumed is not None:
+                    if resumed is _ARRIVED:  # it failed within reach of the end: the end is reached
+                        state = MotionState(False, 1.0)
+                    elif isinstance(resumed, tuple):
                         resumes += 1
                         times, qs, vels = resumed
-                        done += share * float(state.progress)
-                        share = 1.0 - done
+                        # The rest after the join is what is left of the goal (the join, from
+                        # rest, is not part of it).
+                        left = float(times[-1] - times[1]) / total if total > 0 and len(times) > 1 else 0.0
+                        done, share = max(done, 1.0 - left), left
                         continue
-                    if stop_requested():  # came while it waited to resume: a halt, as any other
+                    elif stop_requested():  # came while it waited to resume: a halt, as any other
                         state = MotionState(False, state.progress, "stopped", state.message)
                 break
             if time.monotonic() - last > 0.05:
@@ -787,11 +798,13 @@ class ExecutorNode(Node):
     def _resume(
         self, stops: int, times: np.ndarray, qs: np.ndarray, vels: np.ndarray | None,
         progress: float, fault: str, stop_requested: Any,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | str | None:
         """Start the rest of a trajectory franky's planner failed part-way (:data:`PLANNER_FAULT`)
-        from where the arm rests; the rest as started, or None (the fault then stands) when the
-        arm does not come to rest, the rest fails the limit checks, or a stop or cancel came
-        meanwhile (``stop_requested()``; a stop's own count also keeps :meth:`_start` from
+        from where the arm rests: the rest as started; :data:`_ARRIVED` when the arm rests at the
+        trajectory's end already; or None (the fault then stands) when the arm does not come to
+        rest, is in a reflex, stands farther from the path than a new trajectory may start
+        (``safety.max_start_deviation``), the rest fails the limit checks, or a stop or cancel
+        came meanwhile (``stop_requested()``; a stop's own count also keeps :meth:`_start` from
         starting it)."""
         log = self.get_logger()
         end = time.monotonic() + _RESUME_REST_S
@@ -801,13 +814,24 @@ class ExecutorNode(Node):
             except Exception as exc:  # noqa: BLE001 - no state: the fault stands
                 log.warning(f"not resuming after '{fault}': no arm state ({exc})")
                 return None
+            if reading.in_reflex:
+                log.warning(f"not resuming after '{fault}': the robot is in a reflex")
+                return None
             if float(np.max(np.abs(reading.dq))) < _RESUME_REST_SPEED:
                 break
             if time.monotonic() > end:
                 log.warning(f"not resuming after '{fault}': the arm not at rest in {_RESUME_REST_S:.0f} s")
                 return None
             time.sleep(_POLL_PERIOD)
+        if float(np.max(np.abs(qs[-1] - reading.q))) < _ARRIVED_RAD:
+            log.warning(f"{fault} at {progress:.0%} of the way, the arm already at its end")
+            return _ARRIVED
         rest = remaining_trajectory(times, qs, vels, reading.q, progress)
+        gap = float(np.max(np.abs(rest[1][1] - reading.q)))
+        if gap > self.safety.config.max_start_deviation:
+            log.warning(f"not resuming after '{fault}': the arm rests {gap:.3f} rad from the path "
+                        f"(a trajectory may start {self.safety.config.max_start_deviation:.3f} rad away)")
+            return None
         verdict = self.safety.check_trajectory(rest[0], rest[1], reading.q, rest[2])
         if not verdict.ok:
             log.warning(f"not resuming after '{fault}': the rest fails {verdict.check}: {verdict.message}")
