@@ -245,6 +245,11 @@ class BatchWorld:
         q = np.asarray(q, dtype=float).reshape(self.dof)
         self.data.ctrl[self._arm_act] = self._check_q(q, "arm target")
 
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        """(dof,) joint speeds (rad/s) :meth:`move_arm` refuses a segment above."""
+        return self._velocity_limits.copy()
+
     def move_arm(
         self,
         q_waypoints: npt.ArrayLike,
