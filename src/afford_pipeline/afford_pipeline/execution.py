@@ -42,12 +42,13 @@ class WorldExecutor:
         # it back gently instead of asking the servos for a jump. So too when the gap is small
         # but the plan's first step is too short to close it within the joints' speed limits
         # (a path computed ahead of a motion, from where that motion was to end: 2.99 rad/s
-        # asked of a Kinova's joint 1 over the first 3 ms).
+        # asked of a Kinova's joint 1 over the first 3 ms). Only a step the world would refuse
+        # is joined: every motion it accepted runs as before.
         q_now = self.world.arm_q()
         gap = float(np.max(np.abs(q_now - qs[0])))
         ahead = np.flatnonzero(times > 1e-9)
         too_fast = len(ahead) > 0 and bool(np.any(
-            np.abs(qs[ahead[0]] - q_now) / times[ahead[0]] > 0.9 * self.world.velocity_limits))
+            np.abs(qs[ahead[0]] - q_now) / times[ahead[0]] > self.world.velocity_limits))
         if gap > 0.01 or too_fast:
             self.world.move_arm(
                 qs[:1], [max(0.05, gap / 0.5)], interpolation="pchip", settle=0.1, on_step=on_step
