@@ -39,17 +39,9 @@ class WorldExecutor:
     def follow(self, times: np.ndarray, qs: np.ndarray) -> None:
         on_step = self.frame if self.frames is not None else None
         # A contact (a hook, a drawer's friction) can leave the arm off the plan's start; join
-        # it back gently instead of asking the servos for a jump. So too when the gap is small
-        # but the plan's first step is too short to close it within the joints' speed limits
-        # (a path computed ahead of a motion, from where that motion was to end: 2.99 rad/s
-        # asked of a Kinova's joint 1 over the first 3 ms). Only a step the world would refuse
-        # is joined: every motion it accepted runs as before.
-        q_now = self.world.arm_q()
-        gap = float(np.max(np.abs(q_now - qs[0])))
-        ahead = np.flatnonzero(times > 1e-9)
-        too_fast = len(ahead) > 0 and bool(np.any(
-            np.abs(qs[ahead[0]] - q_now) / times[ahead[0]] > self.world.velocity_limits))
-        if gap > 0.01 or too_fast:
+        # it back gently instead of asking the servos for a jump.
+        gap = float(np.max(np.abs(self.world.arm_q() - qs[0])))
+        if gap > 0.01:
             self.world.move_arm(
                 qs[:1], [max(0.05, gap / 0.5)], interpolation="pchip", settle=0.1, on_step=on_step
             )
@@ -65,6 +57,15 @@ class WorldExecutor:
         times, qs = times[keep], qs[keep]
         if len(times) == 0:
             return
+        # What is left of a small gap (under the join's threshold, or what the join left) over
+        # a first step of a few milliseconds can ask a joint for more than its limit (2.99 rad/s
+        # of a Kinova's joint 1 over 3 ms, a path computed ahead of a motion from where that
+        # motion was to end): the world would refuse it. Such a path starts later, its first
+        # step at half the limit; every step the world accepts runs as before.
+        step = np.abs(qs[0] - self.world.arm_q())
+        limits = self.world.velocity_limits
+        if np.any(step / times[0] > limits):
+            times = times + (float(np.max(step / (0.5 * limits))) - times[0])
         self.world.move_arm(qs, times, settle=0.0, on_step=on_step)
         self.wait(0.15)
 
