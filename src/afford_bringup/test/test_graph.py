@@ -50,8 +50,8 @@ NODE_PARAMETERS: dict[str, set[str]] = {
     },
     "task_server": {"mode", "auto_approve", "approval_timeout_s", "max_frame_age_s", "sim_world"},
     "policy": {
-        "robot", "max_input_age_s", "input_wait_s", "joint_margin", "gripper_timeout_s", "lead_s", "speed_fraction",
-        "joint_speed_limits",
+        "robot", "max_input_age_s", "input_wait_s", "joint_margin", "gripper_timeout_s", "lead_s",
+        "speed_fraction", "joint_speed_limits",
     },
 }
 #: Nodes that live outside afford_ros.nodes (a package above it in the layers).
