@@ -116,7 +116,8 @@ class PolicyNode(Node):
         self.declare_parameter("robot", "fr3", d(description="The robot the policy drives (afford robots)."))
         self.declare_parameter(
             "max_input_age_s", 1.0,
-            d(description="Oldest camera image or joint state a step may act on (s); older ends the run."),
+            d(description="Oldest camera image or joint state a step may act on (s); an older one is "
+              "never acted on (see input_wait_s)."),
         )
         self.declare_parameter(
             "input_wait_s", 10.0,
