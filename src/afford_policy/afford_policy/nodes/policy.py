@@ -64,6 +64,7 @@ from afford_policy.serving import (
 )
 from afford_ros import contract
 from afford_ros.nodes.convert import image_problem, msg_to_image, trajectory_msg
+from afford_ros.nodes.executor import PLANNER_FAULT
 from afford_ros.nodes.robot_link import wait_future
 from afford_ros.nodes.spin import run_node
 from afford_ros.qos import qos_profile
@@ -74,9 +75,9 @@ T_WRIST = "/policy_camera/wrist/image_raw"
 #: A gripper command's stream lapse reported by the executor: expected, not a fault.
 _LAPSE = "no joint targets for"
 _OPERATOR_STOP = "the operator's stop (/afford/stop)"
-#: A fault the stream may restart after (franky's planner, -111), at most MAX_REPLANS times a
-#: run, after a pause longer than the executor's stream_timeout_s (0.5 s by default).
-_PLANNER_FAULT = "Motion planner failed"
+#: A fault the stream may restart after (franky's planner, -111; the executor's own words for
+#: it), at most MAX_REPLANS times a run, after a pause longer than the executor's
+#: stream_timeout_s (0.5 s by default).
 MAX_REPLANS = 3
 _REPLAN_PAUSE_S = 0.7
 #: Before a gripper command the arm gets this close (rad, every joint) to its last target ...
@@ -359,7 +360,7 @@ class PolicyNode(Node):
             if goal_handle.is_cancel_requested:
                 raise RunEnded("cancelled")
             fault = self._fault_since(watched_from)
-            if fault and _PLANNER_FAULT in fault and replans < MAX_REPLANS:
+            if fault and PLANNER_FAULT in fault and replans < MAX_REPLANS:
                 # franky's motion planner (Ruckig) now and then fails a small motion that starts
                 # from rest (error -111): the executor has halted the arm and takes a new stream
                 # once the sender has paused; go on from where the arm is.

@@ -161,17 +161,18 @@ class GraphRobot:
             self._frame_stamp = max(self._frame_stamp, stamp)
             self._frame_seen = time.monotonic()
 
-    def arm_q(self) -> np.ndarray:
+    def arm_q(self, wait: float | None = None) -> np.ndarray:
         """The measured arm joints, from a /joint_states at most ``max_state_age`` old.
 
-        A state older than that is never returned: the next one is waited for (up to
-        ``state_wait`` s), since a gap of a few hundred ms in the stream is what a loaded machine
-        does, not a robot that stopped reporting.
+        A state older than that is never returned: the next one is waited for (up to ``wait``
+        s, by default ``state_wait``), since a gap of a few hundred ms in the stream is what a
+        loaded machine does, not a robot that stopped reporting.
 
         Raises:
-            SkillError: no /joint_states yet, or none fresh within ``state_wait`` s.
+            SkillError: no /joint_states yet, or none fresh within the wait.
         """
-        end = time.monotonic() + self.state_wait
+        wait = self.state_wait if wait is None else wait
+        end = time.monotonic() + wait
         with self._state_came:
             while True:
                 q, t = self._q, self._q_time
@@ -185,17 +186,12 @@ class GraphRobot:
             raise SkillError("no /joint_states from the executor")
         raise SkillError(
             f"stale robot state: no /joint_states for {time.monotonic() - t:.2f} s "
-            f"(waited {self.state_wait:.1f} s for one)"
+            f"(waited {wait:.1f} s for one)"
         )
 
     def wait_for_state(self, timeout: float) -> np.ndarray:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                return self.arm_q()
-            except SkillError:
-                time.sleep(0.02)
-        return self.arm_q()
+        """:meth:`arm_q`, waiting up to ``timeout`` s for a fresh state (the first one too)."""
+        return self.arm_q(wait=timeout)
 
     def follow(self, times: np.ndarray, qs: np.ndarray) -> None:
         if self.cancelled:
