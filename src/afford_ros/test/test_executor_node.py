@@ -982,6 +982,74 @@ def test_topic_backend_waits_for_a_fresh_state_and_refuses_a_stale_one() -> None
         ctx.try_shutdown()
 
 
+def test_topic_driver_does_not_take_its_own_stall_for_a_silent_world() -> None:
+    """A loaded machine can stall the executor's process for a second or more (CI once did, and a
+    stop was reported as a communication fault): the world's states are then queued, not
+    missing, and the thread asking for the motion's status may wake before the one that
+    delivers them. The status waits a short grace for them; a world that is really silent is
+    still a communication fault (next test)."""
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import JointState
+
+    from afford_core.robots import get_robot
+    from afford_ros.drivers.topic_driver import TopicDriver
+    from afford_ros.qos import qos_profile
+
+    domain = int(ISAAC_DOMAIN_ID) + 3 if int(ISAAC_DOMAIN_ID) < 197 else 103
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx, domain_id=domain)
+    node = rclpy.create_node("topic_driver_stall_test", context=ctx)
+    world = rclpy.create_node("topic_driver_stall_world", context=ctx)  # never spun: publishes only
+    driver = TopicDriver(node, get_robot("fr3"), {"joint_command_topic": "/isaac/joint_command",
+                                                   "state_timeout_s": 0.5}, None)
+    pub = world.create_publisher(JointState, "/joint_states", qos_profile("sensor"))
+    names = [*(f"fr3_joint{i}" for i in range(1, 8)), "fr3_finger_width"]
+    alive, delivering = threading.Event(), threading.Event()
+    alive.set()
+    delivering.set()
+
+    def world_loop() -> None:
+        while alive.is_set():
+            pub.publish(JointState(name=names, position=[0.0] * 8))
+            time.sleep(0.01)
+
+    spin = SingleThreadedExecutor(context=ctx)
+    spin.add_node(node)
+
+    def deliver() -> None:  # the driver's process, whose delivery this test can stall
+        while alive.is_set():
+            if delivering.is_set():
+                spin.spin_once(timeout_sec=0.01)
+            else:
+                time.sleep(0.01)
+
+    threading.Thread(target=world_loop, daemon=True).start()
+    threading.Thread(target=deliver, daemon=True).start()
+    try:
+        driver.fresh_q(wait=10.0)
+        driver.start(np.arange(1, 501) * 0.02, np.zeros((500, 7)))  # a 10 s motion
+        assert driver.status().running
+        delivering.clear()  # the stall: states keep coming, none is delivered
+        time.sleep(1.2)
+        threading.Timer(0.1, delivering.set).start()  # the delivering thread wakes a little later
+        state = driver.status()
+        assert state.running and state.error_kind == "", state.message
+
+        delivering.clear()  # a stall that outlasts the grace is reported, with the silence's length
+        time.sleep(1.2)
+        state = driver.status()
+        assert not state.running and state.error_kind == "communication" and "joint_states" in state.message
+    finally:
+        alive.clear()
+        driver.stop()
+        time.sleep(0.05)
+        spin.shutdown()
+        world.destroy_node()
+        node.destroy_node()
+        ctx.try_shutdown()
+
+
 def test_topic_driver_replaces_the_running_chunk_holds_on_stop_and_notices_a_silent_world() -> None:
     """Isaac Sim's driver, against a stand-in for Isaac's articulation (the boundary we cannot
     run here): a new chunk takes over from the one being sent (no command of the old one after

@@ -27,6 +27,11 @@ from afford_ros.qos import qos_profile
 _POLL_PERIOD = 0.01  # s between checks while waiting for a point's time or the gripper
 _COMMAND_PERIOD = 0.01  # s between joint commands (100 Hz; targets in between are interpolated)
 _FRESH_S = 0.5  # a measured state older than this is not where the arm is
+# A state older than state_timeout_s is first waited for this long before the world counts as
+# silent: when this process itself was stalled (a loaded machine deschedules it for a second or
+# two), the world's states are queued, not missing, and the thread polling the status can wake
+# before the one that delivers them.
+_DELIVERY_GRACE_S = 0.5
 _GRIPPER_SETTLE_S = 0.3  # the fingers count as still once the width has not changed for this long
 _GRIPPER_TIMEOUT_S = 5.0
 _OPEN_TOLERANCE_M = 0.005  # an open reaching this close to its width succeeded
@@ -173,9 +178,12 @@ class TopicDriver(Driver):
         with self._send_lock:
             generation, t0, duration = self._motion
             outcome = self._outcome.get(generation, "stopped")
-        with self._lock:
-            stamp, seen = self._stamp, self._q is not None
-        age = time.monotonic() - stamp
+        age, seen = self._state_age()
+        if generation and (not seen or age > self._state_timeout):
+            grace_end = time.monotonic() + _DELIVERY_GRACE_S
+            while time.monotonic() < grace_end and (not seen or age > self._state_timeout):
+                time.sleep(_POLL_PERIOD)
+                age, seen = self._state_age()
         if generation and (not seen or age > self._state_timeout):
             # The world stopped answering (Isaac Sim closed or stalled): what the arm does is unknown.
             return MotionState(False, 0.0, "communication",
@@ -189,6 +197,12 @@ class TopicDriver(Driver):
         if outcome == "communication":
             return MotionState(False, progress, "communication", self._fault)
         return MotionState(False, 1.0)
+
+    def _state_age(self) -> tuple[float, bool]:
+        """Seconds since the world's last state arrived, and whether one ever did."""
+        with self._lock:
+            stamp, seen = self._stamp, self._q is not None
+        return time.monotonic() - stamp, seen
 
     def stop(self) -> None:
         """End the motion and hold the arm where the world last reported it (the last point
