@@ -70,11 +70,12 @@ def test_the_held_out_set_is_well_formed() -> None:
 #: does; the parser was then improved on them: a later step's elided receiver or object, and an
 #: "it" that can be one thing only) that it does not read yet: gaps, kept visible, to be closed.
 #: Among them: two cups "stacked" with no receiver named ("stack the cups", "nest the paper
-#: cups"), "next ... finally" as sequence words, a purpose clause ("so the table is clear", "so it
-#: can dry"), verbs we have no skill word for ("dump", "pack", "load", "fill", "pop ... open"), a
-#: verbless step ("kettle into bowl"), and an "it" that could be the kettle or the bowl.
+#: cups"), "next ... finally" as sequence words, verbs we have no skill word for ("pack", "load",
+#: "fill"), a verbless step ("kettle into bowl"), and an "it" that could be the kettle or the
+#: bowl. Read since: purpose clauses and asides that ask nothing of the task ("so the table is
+#: clear", "so it can dry", ", it's been left open"), "dump" (a pour when the thing pours, a put
+#: otherwise) and "pop the microwave open".
 NEW_TASKS_NOT_READ_YET = {
-    ("place-paper-cup-shelf-v1", "Place the cup on the shelf so the table is clear."),
     ("stack-paper-cup-v1", "Please stack one paper cup inside the other."),
     ("stack-paper-cup-v1", "Nest the paper cups."),
     ("stack-paper-cup-v1", "Pick up one of the paper cups and put it into the other one."),
@@ -89,19 +90,11 @@ NEW_TASKS_NOT_READ_YET = {
     ("place-bell-pepper-soup-can-cube-paper-box-v1",
      "Pick up the bell pepper and put it in the box, after that put the soup can in, and then put the cube "
      "in too."),
-    ("pour-mug-then-hang-mug-v1", "dump the mug into the bowl then hang it on the stand"),
-    ("pour-mug-then-hang-mug-v1",
-     "Tip the contents of the mug into the bowl, and then hang the mug on the mug rack so it can dry."),
     ("pour-kettle-bowl-then-mug-v1", "Use the kettle to fill the bowl, then fill the mug."),
     ("pour-kettle-bowl-then-mug-v1", "kettle into bowl, then kettle into mug"),
     ("pour-kettle-bowl-then-mug-v1",
      "Could you pour the kettle into the bowl and after that pour it into the mug as well?"),
-    ("open-microwave-v1", "Could you pop the microwave open for me?"),
-    ("open-microwave-v1", "open the microwave door so I can put something in"),
     ("open-microwave-v1", "microwave door open please"),
-    ("close-microwave-v1", "Push the microwave door closed, it's been left open."),
-    ("pour-basket-v1", "dump the basket into the bowl"),
-    ("pour-basket-v1", "Can you tip the basket over the bowl so everything falls in?"),
     # A fifth author's, for the cups onto the tray and the push then place: a receiver put
     # before the verb ("Onto the tray, please put ...").
     ("place-paper-cups-tray-v1", "Onto the tray, please put the three cups that are standing on the table."),

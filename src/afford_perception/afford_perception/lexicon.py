@@ -102,10 +102,14 @@ class VerbSense:
         with_destination: Action the verb means when it also names a receiving object
             ("take the mug to the tray" is a place, "take the mug" a pick); None keeps
             ``action``.
+        unless_it_pours: Action the verb means when its object is a thing that cannot pour
+            ("dump the basket into the bowl" pours, "dump the cube into the box" puts it in);
+            None keeps ``action``.
     """
 
     action: NextAction
     with_destination: NextAction | None = None
+    unless_it_pours: NextAction | None = None
 
 
 _PICK = VerbSense(NextAction.PICK, with_destination=NextAction.PLACE)
@@ -129,6 +133,8 @@ VERBS: dict[str, VerbSense] = {
          "id like", "i d like", "i would like", "i want"), _PLACE),
     **dict.fromkeys(("insert", "slot", "plug", "slide in"), VerbSense(NextAction.INSERT)),
     **dict.fromkeys(("pour", "pour out", "empty", "tip", "tilt", "decant"), VerbSense(NextAction.POUR)),
+    **dict.fromkeys(("dump", "dump out", "tip out"),
+                    VerbSense(NextAction.POUR, unless_it_pours=NextAction.PLACE)),
     **dict.fromkeys(("stack", "pile", "heap", "nest"), VerbSense(NextAction.STACK)),
     **dict.fromkeys(("hang", "hang up", "hook", "suspend"), VerbSense(NextAction.HANG)),
     **dict.fromkeys(

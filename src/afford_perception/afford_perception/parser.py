@@ -272,6 +272,11 @@ class _ActionClause:
     verbless: bool = False
 
 
+#: Verbs that open or close when a result word follows their object ("pop the microwave open",
+#: "get the drawer shut"); without one they keep their own sense (a place, a pick).
+_PUT_TO_STATE = frozenset({"pop", "get", "swing", "flip", "prop"})
+
+
 def _join(items: Sequence[str]) -> str:
     return ", ".join(items) if items else "none"
 
@@ -550,7 +555,8 @@ class _Parser:
         # empty; the destination is the one that follows.
         if len(ac.dest) > 1:
             ac.dest[:] = [d for d in ac.dest if self._strip_trailing(d.tokens)] or ac.dest[-1:]
-        if not continuing and ac.sense.action in (NextAction.PUSH, NextAction.PULL):
+        if not continuing and (ac.sense.action in (NextAction.PUSH, NextAction.PULL)
+                               or ac.verb in _PUT_TO_STATE):
             # "slide the drawer open for me": the result word may be followed by fillers.
             kept = self._strip_trailing(ac.obj)
             if kept and kept[-1] in lx.RESULTATIVES:
@@ -885,6 +891,9 @@ class _Parser:
                                 "or one after the other (', then ...')")
         sense = main.sense
         action = sense.action
+        if sense.unless_it_pours is not None and first_obj.kind == "object" and first_obj.part is None \
+                and not CATEGORIES[first_obj.category or ""].parts_with("pour_out"):
+            action = sense.unless_it_pours  # "dump the cube into the box": nothing to pour out of it
         # After a pick verb, "on the plate" says where the object is, "onto the plate" where it goes.
         dests = list(main.dest)
         if action is NextAction.PICK:
@@ -1254,7 +1263,7 @@ def parse(
         raise TaskParseError(
             f"a task sentence is at most {MAX_TEXT_CHARS} characters, this one has {len(text)}: "
             "say one task in one sentence", ParseErrorKind.TOO_LONG, text[:80])
-    return _Parser(text, _scope(known_objects), config or ParserConfig()).run()
+    return _Parser(_purpose_dropped(text), _scope(known_objects), config or ParserConfig()).run()
 
 
 #: Where a sentence that asks for several tasks in turn is cut: ", then", "and then", "; ",
@@ -1313,6 +1322,48 @@ def _wished(text: str) -> str:
     the tray"); any other sentence as it is."""
     m = _WISH.match(text)
     return (_done_as_asked(m.group("what")) or text) if m else text
+
+
+#: A purpose or an aside after a task, saying why it is asked or how things stand, not what to do:
+#: "put the cup on the shelf so the table is clear", "hang the mug on the rack so it can dry",
+#: "push the microwave door closed, it's been left open". It runs to the next comma or stop.
+_PURPOSE = re.compile(
+    r"(?:\s*,\s*|\s+)so(?:\s+that)?\s+(?=(?:i|we|you|it|they|everything|nothing|something|there|the|my|your|our)\b)"
+    r"(?P<clause>[^,;.!?]+)"
+    r"|\s*,\s*(?P<aside>(?:it|this|that)(?:['’]s|\s+is|\s+was|\s+has)\b[^,;.!?]*)(?=\s*[.!?]*\s*$)",
+    re.IGNORECASE)
+#: A purpose that says how the thing must end up is a constraint, never dropped: "so the handle
+#: faces left" (no skill takes an orientation, so the parser refuses it as before); "so they
+#: form a tower" is read by the tower's own rule.
+_ORIENTING = frozenset({"face", "faces", "facing", "upright", "upside", "sideways", "left", "right", "front",
+                        "back", "toward", "towards", "point", "points", "pointing", "turned", "rotated",
+                        "tilted", "angled", "straight", "level", "flat", "vertical", "horizontal"})
+_SUBJECTS = frozenset({"i", "we", "you", "it", "they"})
+_BE = frozenset({"been", "is", "was", "be", "are", "were", "got", "get", "'s", "’s"})
+
+
+def _says_nothing_to_do(clause: str) -> bool:
+    """Whether a purpose clause names no object, no part and no orientation: nothing the task
+    would have to honour. ("I can": a modal, not the soup can.)"""
+    tokens = [t for t in lx.tokenize(clause) if t != ","]
+    tokens = [t for k, t in enumerate(tokens) if not (t == "can" and k and tokens[k - 1] in _SUBJECTS)]
+    # "it's been left open": the verb "leave", not a side.
+    tokens = [t for k, t in enumerate(tokens) if not (t == "left" and k and tokens[k - 1] in _BE)]
+    if any(t in _ORIENTING for t in tokens) or _TOWER_CUE.search(" ".join(tokens)):
+        return False  # "so they form a tower": how many go where, read by _tower
+    return not any(lx.NOUN_INDEX.match(tokens, k) is not None for k in range(len(tokens)))
+
+
+def _purpose_dropped(text: str) -> str:
+    """``text`` without its purpose clauses and asides (:data:`_PURPOSE`) that ask nothing of the
+    task (:func:`_says_nothing_to_do`); a clause that does is kept, for the parser to read or
+    refuse ("move the bowl so that it sits on the plate" is a destination)."""
+
+    def drop(m: re.Match[str]) -> str:
+        clause = m.group("clause") or m.group("aside") or ""
+        return "" if _says_nothing_to_do(clause) else m.group(0)
+
+    return _PURPOSE.sub(drop, text)
 
 
 #: "cover the pot with the lid", "... and close the pot with it": a place of the thing named after
@@ -1545,7 +1596,7 @@ def parse_steps(
             sequence words.
     """
     if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS:
-        text = _covered(_wished(text), _scope(known_objects))
+        text = _covered(_wished(_purpose_dropped(text)), _scope(known_objects))
         tower = _tower(text, known_objects, config)
         if tower is not None:
             return tower

@@ -670,3 +670,80 @@ def test_covering_with_nothing_that_covers_is_read_as_it_stands() -> None:
     for text in ("close the microwave", "close the microwave with its handle"):
         (intent,) = parse_steps(text, known_objects=["microwave", "lid"], config=NO_EMBEDDINGS)
         assert intent.next_action is NextAction.CLOSE, text
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("put the cube in the bowl so the table is clear", ("cube", NextAction.PLACE, "bowl")),
+    ("hang the mug on the rack so it can dry", ("mug", NextAction.HANG, "rack")),
+    ("open the microwave door so I can put something in", ("microwave", NextAction.OPEN, None)),
+    ("tip the basket over the bowl so that everything falls in", ("basket", NextAction.POUR, "bowl")),
+    ("Push the microwave door closed, it's been left open.", ("microwave", NextAction.CLOSE, None)),
+])
+def test_a_purpose_or_aside_that_asks_nothing_of_the_task_is_read_past(
+        text: str, expected: tuple[str, NextAction, str | None]) -> None:
+    """Why a task is asked ("so it can dry"; "so I can", a modal, not the soup can) or how things
+    stand (", it's been left open") changes nothing the skill does."""
+    from afford_perception.parser import parse_steps
+
+    (intent,) = parse_steps(text, config=NO_EMBEDDINGS)
+    assert (intent.target, intent.next_action, intent.destination) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "put the mug on the shelf so the handle faces left",  # a part and a side: how it must end up
+    "put the mug on the shelf so it stands upright on its side",
+    "put the cube in the bowl so it is next to the banana",  # another object
+    "put the cube in the bowl, it is on the left",
+])
+def test_a_purpose_that_constrains_the_result_is_never_dropped(text: str) -> None:
+    """A purpose naming a part, another object or an orientation says how the task must end: no
+    skill takes it, so the sentence is refused (never run without it)."""
+    from afford_perception.parser import _purpose_dropped, parse_steps
+
+    assert _purpose_dropped(text) == text
+    with pytest.raises(TaskParseError):
+        parse_steps(text, config=NO_EMBEDDINGS)
+
+
+def test_a_purpose_that_shapes_a_tower_is_kept_for_it() -> None:
+    """"so they form a tower" is what makes three stacks of one tower, not a reason given."""
+    from afford_perception.parser import _purpose_dropped
+
+    text = "put the blocks onto each other so they form a tower"
+    assert _purpose_dropped(text) == text
+
+
+def test_a_result_clause_that_names_the_destination_still_gives_it() -> None:
+    """"so that it sits on the plate" names where the thing goes: kept, and read as the place."""
+    from afford_perception.parser import parse_steps
+
+    (intent,) = parse_steps("move the bowl, so that it sits on the plate", config=NO_EMBEDDINGS)
+    assert (intent.target, intent.next_action, intent.destination) == ("bowl", NextAction.PLACE, "plate")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("dump the basket into the bowl", ("basket", NextAction.POUR, "bowl")),
+    ("dump out the mug into the bowl", ("mug", NextAction.POUR, "bowl")),
+    ("dump the water from the kettle into the bowl", ("kettle", NextAction.POUR, "bowl")),
+    ("dump the cube into the box", ("cube", NextAction.PLACE, "box")),
+    ("pick up the cube and dump it in the bowl", ("cube", NextAction.PLACE, "bowl")),
+])
+def test_dump_pours_what_pours_and_puts_in_what_does_not(
+        text: str, expected: tuple[str, NextAction, str]) -> None:
+    from afford_perception.parser import parse_steps
+
+    (intent,) = parse_steps(text, config=NO_EMBEDDINGS)
+    assert (intent.target, intent.next_action, intent.destination) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Could you pop the microwave open for me?", ("microwave", NextAction.OPEN)),
+    ("get the drawer shut", ("cabinet", NextAction.CLOSE)),
+    ("pop the cube in the mug", ("cube", NextAction.PLACE)),  # no result word: a put, as before
+    ("get the mug", ("mug", NextAction.PICK)),
+])
+def test_pop_or_get_a_thing_open_or_shut(text: str, expected: tuple[str, NextAction]) -> None:
+    from afford_perception.parser import parse_steps
+
+    (intent,) = parse_steps(text, config=NO_EMBEDDINGS)
+    assert (intent.target, intent.next_action) == expected
