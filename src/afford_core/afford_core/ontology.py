@@ -43,6 +43,8 @@ class Category:
         covers: True for a thing that closes an opening when put on it (a lid): put "on" a
             container it goes over the part that contains, resting on its rim, not on a part
             that supports (a pot's own lid, were it there).
+        stacked: Groups of alike parts one above the other, top first (a chest's drawer
+            handles): what tells them apart is their height, not their look.
     """
 
     name: str
@@ -56,10 +58,13 @@ class Category:
     elongated: bool = False
     hinged: tuple[str, ...] = ()
     covers: bool = False
+    stacked: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.parts:
             raise ValueError(f"category {self.name!r} has no parts")
+        if not {p for group in self.stacked for p in group} <= set(self.parts):
+            raise ValueError(f"{self.name}: stacked names unknown parts {self.stacked}")
         if self.default_grasp not in self.parts:
             raise ValueError(f"{self.name}: default_grasp {self.default_grasp!r} not in {self.parts}")
         if not set(self.hinged) <= set(self.parts):
@@ -72,6 +77,14 @@ class Category:
             bad = set(affs) - set(AFFORDANCES)
             if bad:
                 raise ValueError(f"{self.name}.{part}: unknown affordances {sorted(bad)}")
+
+    def stack_of(self, part: str) -> tuple[tuple[str, ...], int] | None:
+        """The group of alike parts ``part`` is stacked in (top first) and its place there
+        (0: the top); None when it is in none."""
+        for group in self.stacked:
+            if part in group:
+                return group, group.index(part)
+        return None
 
     def parts_with(self, affordance: str) -> tuple[str, ...]:
         """Parts of this category that offer ``affordance``, in label order."""
@@ -380,6 +393,43 @@ CATEGORIES: dict[str, Category] = {
         ),
         _c(
             "tray", ("base", "rim"), {"base": ("support",), "rim": ("grasp_body",)}, "rim", synonyms=("tray",)
+        ),
+        # A chest of three drawers, one above the other, with look-alike handles: the sentence
+        # says which drawer ("open the bottom drawer"). No default grasp among them: "open the
+        # chest" asks which.
+        _c(
+            "chest",
+            ("body", "top_drawer", "top_drawer_handle", "middle_drawer", "middle_drawer_handle",
+             "bottom_drawer", "bottom_drawer_handle"),
+            {
+                "body": ("support", "contain"),
+                "top_drawer": ("contain",),
+                "top_drawer_handle": ("pull",),
+                "middle_drawer": ("contain",),
+                "middle_drawer_handle": ("pull",),
+                "bottom_drawer": ("contain",),
+                "bottom_drawer_handle": ("pull",),
+            },
+            "body",
+            synonyms=("chest", "chest of drawers", "drawer unit", "drawer chest", "set of drawers"),
+            part_synonyms={
+                "top_drawer": ("top drawer", "upper drawer", "uppermost drawer", "highest drawer",
+                               "first drawer", "topmost drawer"),
+                "top_drawer_handle": ("top drawer handle", "top handle", "upper handle", "top drawer pull",
+                                      "upper drawer handle", "highest handle"),
+                "middle_drawer": ("middle drawer", "centre drawer", "center drawer", "second drawer"),
+                "middle_drawer_handle": ("middle drawer handle", "middle handle", "middle drawer pull",
+                                         "centre handle", "center handle"),
+                "bottom_drawer": ("bottom drawer", "lowest drawer", "bottommost drawer", "third drawer",
+                                  "last drawer", "lower drawer"),
+                "bottom_drawer_handle": ("bottom drawer handle", "bottom handle", "lowest handle",
+                                         "bottom drawer pull", "lower handle", "lower drawer handle"),
+            },
+            articulated=True,
+            fixed=True,
+            # The handles, where the grasp goes; the fronts share one plane, so the pull's
+            # direction is the same from any of them.
+            stacked=(("top_drawer_handle", "middle_drawer_handle", "bottom_drawer_handle"),),
         ),
         _c(
             "cabinet",

@@ -87,6 +87,9 @@ class Task:
     """Robots the task has been validated on (names in ``afford_core.robots.ROBOTS``)."""
     target: ClassVar[str] = ""
     destination: ClassVar[str | None] = None
+    use_region: ClassVar[str | None] = None
+    """The target's part the action works, where the target has several alike (a chest's
+    drawers): a sentence asks for this task only when it names that part. None: any."""
     unchecked_stages: ClassVar[tuple[str, ...]] = ()
     """Stages of the skill this task does not judge (a pour's untilt)."""
     keeps_hold: ClassVar[bool] = False
@@ -763,6 +766,66 @@ class OpenDrawerTask(Task):
         return Check(q >= 0.08, f"drawer open {q * 100:.1f} cm")
 
 
+class ChestDrawerTask(Task):
+    """Open one named drawer of a chest of three look-alike drawers (AffordSim's pull_cabinet7
+    and pull_cabinet15: two cabinets the seed names but does not describe; ours are the top and
+    the bottom drawer of a three-drawer chest, so the sentence, not the scene, says which).
+
+    Example: "open the bottom drawer" (its handle 13-19 cm above the table).
+    Randomized: the chest's shape (width, depth, height, plinth, handles: asset seed); its
+    position in an 8 x 10 cm window 80 cm in front of the robot, facing it, with +-10 deg of yaw.
+    Success: approach: every drawer still shut (under 1 cm) when the hand reaches the handle;
+    grasp: both fingers on the named drawer's handle; pull: that drawer open at least 8 cm, as
+    the cabinet's drawer must be, and every other drawer under 2 cm. The 2 cm allows the
+    friction of a neighbour brushed by the hand; a drawer opened further was pulled (the wrong
+    handle held, or two at once), which the task does not ask for.
+    """
+
+    skill = "open"
+    actions = (NextAction.OPEN, NextAction.PULL)
+    #: The most another drawer may open (m) and the least the named one must (m).
+    others_shut_m: ClassVar[float] = 0.02
+    open_m: ClassVar[float] = 0.08
+
+    def scene(self, seed: int) -> SceneSpec:
+        (s,) = _seeds(seed, 1)
+        return _scene(
+            ObjectSpec("chest", "chest", s,
+                       Window(center=(0.8, 0.0), size=(0.08, 0.1),
+                              yaw=(math.pi - math.pi / 18, math.pi + math.pi / 18))),
+            camera=SHOULDER_CAMERA,
+        )
+
+    @property
+    def drawer(self) -> str:
+        """The drawer the task opens: its ``use_region`` (a part of the chest)."""
+        if self.use_region is None:
+            raise TypeError(f"{self.task_id}: a chest task names its drawer (use_region=)")
+        return self.use_region
+
+    def _drawers(self, world: BatchWorld) -> dict[str, float]:
+        from afford_sim.assets.furniture import CHEST_DRAWERS
+
+        return {d: world.object_joint("chest", d) for d in CHEST_DRAWERS}
+
+    def check_approach(self, world: BatchWorld) -> Check:
+        q = self._drawers(world)
+        return Check(all(abs(v) < 0.01 for v in q.values()),
+                     "drawers before the grasp: " + ", ".join(f"{d} {v * 100:.1f} cm" for d, v in q.items()))
+
+    def check_grasp(self, world: BatchWorld) -> Check:
+        handle = f"chest/{self.drawer}_handle"
+        ok = world.in_contact(FINGERS[0], handle) and world.in_contact(FINGERS[1], handle)
+        return Check(ok, f"both fingers on the {self.drawer.replace('_', ' ')}'s handle: {ok}")
+
+    def check_pull(self, world: BatchWorld) -> Check:
+        q = self._drawers(world)
+        others = {d: v for d, v in q.items() if d != self.drawer}
+        ok = q[self.drawer] >= self.open_m and all(v < self.others_shut_m for v in others.values())
+        return Check(ok, f"{self.drawer.replace('_', ' ')} open {q[self.drawer] * 100:.1f} cm; others "
+                         + ", ".join(f"{d} {v * 100:.1f} cm" for d, v in others.items()))
+
+
 class SwingDoorTask(Task):
     """Open an appliance's hinged door by its handle: grasp the handle, swing it out along its
     arc about the hinge (AffordSim's open_microwave).
@@ -1231,12 +1294,15 @@ def register_task(
     instructions: Sequence[str],
     robots: Sequence[str] = ("fr3",),
     shapes: dict[str, dict[str, tuple[float, float]]] | None = None,
+    use_region: str | None = None,
 ) -> type[Task]:
     """Register ``family`` with its objects filled in as task ``task_id``; returns the class.
+    ``use_region``: the target's part the task works, where it has several alike
+    (:attr:`Task.use_region`).
 
     Raises:
-        ValueError: a malformed id, an unknown tier, an object the ontology lacks, no
-            instruction, or an id registered twice.
+        ValueError: a malformed id, an unknown tier, an object the ontology lacks, a
+            ``use_region`` the target lacks, no instruction, or an id registered twice.
     """
     if not family.skill or Task not in family.__mro__:
         raise TypeError(f"{family.__name__} is not a task family (a Task subclass with a skill)")
@@ -1253,6 +1319,8 @@ def register_task(
         for param, (lo, hi) in ranges.items():
             if not 0 < lo <= hi:
                 raise ValueError(f"{task_id}: {name}.{param} range [{lo}, {hi}] is empty or not positive")
+    if use_region is not None and use_region not in category(target).parts:
+        raise ValueError(f"{task_id}: use_region {use_region!r} is not a part of the {target}")
     phrasings = tuple(dict.fromkeys(t.strip() for t in instructions if t.strip()))
     if not phrasings:
         raise ValueError(f"{task_id}: at least one instruction is needed")
@@ -1270,6 +1338,7 @@ def register_task(
             "instructions": phrasings,
             "robots": tuple(robots),
             "shapes": {k: dict(v) for k, v in (shapes or {}).items()},
+            "use_region": use_region,
         },
     )
     TASKS.register(task_id, cls)
@@ -1327,8 +1396,16 @@ def find_task(intent: Intent) -> str:
     """
     for name, cls in _in_order():
         if (intent.next_action in cls.actions and intent.target == cls.target
-                and intent.destination == cls.destination):
+                and intent.destination == cls.destination
+                and cls.use_region in (None, intent.use_region)):
             return name
+    parts = sorted(str(cls.use_region) for _, cls in _in_order()
+                   if cls.use_region is not None and intent.next_action in cls.actions
+                   and intent.target == cls.target and intent.destination == cls.destination)
+    if parts:
+        raise ValueError(f"no task yet for {intent.next_action.value} the {intent.target}'s "
+                         f"{(intent.use_region or 'whole').replace('_', ' ')}; tasks work its "
+                         f"{', '.join(p.replace('_', ' ') for p in parts)}")
     targets: dict[str, set[str]] = {}
     dests: dict[str, set[str]] = {}
     for _, cls in _in_order():
@@ -1445,6 +1522,12 @@ for _t in ("paper_cup", "mug"):
                        f"empty the {_say(_t)} into the bowl"))
 _add(OpenDrawerTask, "open-drawer-v1", target="cabinet", tier="medium",
      instructions=("open the drawer", "pull the drawer open", "open the cabinet's drawer"))
+# AffordSim's pull_cabinet7 and pull_cabinet15: one drawer of three, named by the sentence.
+for _d in ("top", "bottom"):
+    _add(ChestDrawerTask, f"open-chest-{_d}-drawer-v1", target="chest", tier="medium",
+         use_region=f"{_d}_drawer",
+         instructions=(f"open the {_d} drawer", f"pull the {_d} drawer open",
+                       f"open the chest's {_d} drawer"))
 # AffordSim's open_microwave and close_microwave: the microwave's door swings about a vertical
 # hinge, and the open skill follows its handle's arc. (Its pour_pan is not built: a pan held by the
 # end of its handle from above turns in the fingers and stays on the table.)

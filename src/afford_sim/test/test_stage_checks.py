@@ -519,6 +519,33 @@ def test_pull_fails_with_the_drawer_shut_and_passes_open() -> None:
         assert not _check(task, "approach", world).ok  # pushed in counts as disturbed too
 
 
+@pytest.mark.parametrize("task_id", ["open-chest-top-drawer-v1", "open-chest-bottom-drawer-v1"])
+def test_a_chest_pull_passes_only_for_the_named_drawer_alone(task_id: str) -> None:
+    """The named drawer open 8 cm passes; the wrong drawer open, or the right one with a
+    neighbour dragged 2 cm or more, fails; any drawer moved before the grasp is a disturbance."""
+    with _scene(task_id) as (task, world):
+        named = task.drawer
+        other = next(d for d in ("top_drawer", "middle_drawer", "bottom_drawer") if d != named)
+        assert _check(task, "approach", world).ok
+        assert not _check(task, "pull", world).ok
+        assert not _check(task, "grasp", world).ok  # the hand is nowhere near a handle
+        world.set_object_joint("chest", other, 0.12)
+        assert not _check(task, "approach", world).ok
+        assert not _check(task, "pull", world).ok  # the wrong drawer
+        world.set_object_joint("chest", named, 0.12)
+        assert not _check(task, "pull", world).ok  # two at once
+        world.set_object_joint("chest", other, 0.019)
+        result = _check(task, "pull", world)
+        assert result.ok and "12.0 cm" in result.detail, result.detail
+        world.set_object_joint("chest", other, 0.02)
+        assert not _check(task, "pull", world).ok  # the neighbour's limit exactly: dragged
+        world.set_object_joint("chest", other, 0.0)
+        world.set_object_joint("chest", named, 0.08)
+        assert _check(task, "pull", world).ok
+        world.set_object_joint("chest", named, 0.079)
+        assert not _check(task, "pull", world).ok
+
+
 def test_push_passes_on_the_mat_and_fails_short_of_it_tipped_over_or_held() -> None:
     """Where it started: not pushed. Its centre on the mat's centre, upright: pushed. Just past
     the mat's radius: short. On the mat but on its side: knocked over. In the hand: not let go."""

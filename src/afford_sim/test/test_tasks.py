@@ -116,3 +116,12 @@ def test_pinned_shapes_name_real_parameters_within_their_generators_limits() -> 
                 assert name in limits, (task_id, obj, name)
                 assert limits[name][0] <= lo <= hi <= limits[name][1], (task_id, obj, name)
         assert any("drawn in" in v["shape"] for v in task.randomization().values()), task_id
+
+
+def test_a_chest_task_is_found_by_the_drawer_the_sentence_names() -> None:
+    """The chest's drawers look alike: the sentence says which, and only that drawer's task
+    runs it; a drawer no task opens is refused with the ones that are."""
+    assert find_steps(parse_steps("open the lowest drawer", ["chest"])) == "open-chest-bottom-drawer-v1"
+    assert find_steps(parse_steps("pull the upper drawer open", ["chest"])) == "open-chest-top-drawer-v1"
+    with pytest.raises(ValueError, match="middle drawer; tasks work its bottom drawer, top drawer"):
+        find_steps(parse_steps("open the middle drawer", ["chest"]))

@@ -118,6 +118,10 @@ class LearnedSource(GroundingSource):
         CheckpointMismatch: the file is not a checkpoint this code can load.
     """
 
+    # Alike parts (a chest's drawer handles) share their affordances, from which the model
+    # decodes a part: it scores them alike, and the base class picks by height.
+    tells_stacked_apart = False
+
     def __init__(
         self,
         weights: Path | str | None = None,

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial import cKDTree
 
 from afford_core.ontology import category
 from afford_core.types import ObjectCloud
@@ -73,6 +76,10 @@ class GroundingSource(ABC):
 
     #: Registry name; set by :func:`register_source`.
     name: str = ""
+    #: Whether the source itself tells alike parts stacked one above the other apart (the
+    #: ontology's ``stacked``: a chest's drawer handles). One that scores them alike (a model
+    #: that decodes a part from what it affords) has :func:`pick_stacked` choose by height.
+    tells_stacked_apart: bool = True
 
     def ground(self, cloud: ObjectCloud, part: str) -> np.ndarray:
         """Per-point scores in [0, 1], shape (N,), for ``part`` of ``cloud.category``.
@@ -89,6 +96,8 @@ class GroundingSource(ABC):
             raise RuntimeError(
                 f"source {self.name!r} returned scores of shape {scores.shape} for {len(cloud)} points"
             )
+        if not self.tells_stacked_apart:
+            scores = pick_stacked(cloud, part, scores)
         # Clip, not assert: a soft score a hair outside [0, 1] from float arithmetic is harmless.
         return np.clip(scores, 0.0, 1.0)
 
@@ -108,6 +117,61 @@ class GroundingSource(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
+
+
+#: Two alike stacked parts (a chest's handles, a drawer height apart) are separate clusters at
+#: this linking radius (m); a bar handle's own points are far closer together.
+STACK_LINK_M = 0.02
+#: A cluster smaller than this share of the region is noise, not one of the stacked parts.
+STACK_MIN_SHARE = 0.05
+#: Clusters whose middles are closer in height than this (m) are one part in pieces: stacked
+#: parts are a drawer apart (11 cm or more on the chest).
+STACK_LEVEL_M = 0.04
+
+
+def clusters(points: np.ndarray, radius: float) -> np.ndarray:
+    """Connected-component label per point, linking points closer than ``radius``."""
+    if len(points) == 0:
+        return np.zeros(0, dtype=np.int64)
+    pairs = cKDTree(points).query_pairs(radius, output_type="ndarray")
+    n = len(points)
+    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    return connected_components(graph, directed=False)[1]
+
+
+def pick_stacked(cloud: ObjectCloud, part: str, scores: np.ndarray) -> np.ndarray:
+    """``scores`` kept only on ``part`` itself when it is one of a stack of alike parts (the
+    ontology's ``stacked``) that the scores do not tell apart: the region (scores >= 0.5)
+    splits into clusters (:data:`STACK_LINK_M`; specks under :data:`STACK_MIN_SHARE` of it
+    dropped; pieces at one height, :data:`STACK_LEVEL_M`, are one part); with as many levels
+    as the stack has parts, the one at ``part``'s place (0: the top) is kept. With any other
+    number (a part hidden, or two found as one) which is which is unknown: nothing is kept,
+    the part counts as not seen, and the episode abstains rather than open the wrong drawer."""
+    found = category(cloud.category).stack_of(part)
+    if found is None:
+        return scores
+    group, place = found
+    member = np.flatnonzero(scores >= 0.5)
+    if len(member) == 0:
+        return scores
+    points = np.asarray(cloud.points)[member]
+    labels = clusters(points, STACK_LINK_M)
+    runs = [member[labels == k] for k in np.unique(labels)]
+    runs = [r for r in runs if len(r) >= STACK_MIN_SHARE * len(member)]
+    z = np.asarray(cloud.points)[:, 2]
+    runs.sort(key=lambda r: -float(np.median(z[r])))  # top first
+    # Pieces at one height are one part found in pieces (a bar with its middle missed), not two.
+    levels: list[np.ndarray] = []
+    for r in runs:
+        if levels and float(np.median(z[levels[-1]])) - float(np.median(z[r])) < STACK_LEVEL_M:
+            levels[-1] = np.concatenate([levels[-1], r])
+        else:
+            levels.append(r)
+    out = np.zeros_like(scores)
+    if len(levels) == len(group):
+        keep = levels[place]
+        out[keep] = scores[keep]
+    return out
 
 
 def check_query(cloud: ObjectCloud, part: str) -> None:

@@ -42,13 +42,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
-from scipy.spatial import cKDTree
 
 from afford_core.ontology import category
 from afford_core.types import ObjectCloud
-from afford_perception.grounding.base import GroundingError, GroundingSource, check_query, register_source
+from afford_perception.grounding.base import (
+    GroundingError,
+    GroundingSource,
+    check_query,
+    clusters,
+    register_source,
+)
 
 # Depth of the rim band per open container (m). A category prior: the lip of a mug, a rolled
 # paper-cup bead, the upper curve of a bowl wall. Values sit mid-range of the asset library's
@@ -147,16 +150,6 @@ def estimate_normals(points: np.ndarray, k: int) -> np.ndarray:
     cloud = o3d.geometry.PointCloud(o3d.utility.Vector3dVector(points))
     cloud.estimate_normals(o3d.geometry.KDTreeSearchParamKNN(min(k, len(points))))
     return np.asarray(cloud.normals)
-
-
-def clusters(points: np.ndarray, radius: float) -> np.ndarray:
-    """Connected-component label per point, linking points closer than ``radius``."""
-    if len(points) == 0:
-        return np.zeros(0, dtype=np.int64)
-    pairs = cKDTree(points).query_pairs(radius, output_type="ndarray")
-    n = len(points)
-    graph = coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
-    return connected_components(graph, directed=False)[1]
 
 
 class _Cloud:
@@ -709,6 +702,36 @@ def _cabinet(c: _Cloud) -> Scores:
     }, "body", c.n)
 
 
+def _chest(c: _Cloud) -> Scores:
+    """Chest of drawers: equal drawers one above the other, each with a handle standing off the
+    front. The inner front face (less a carcass frame of ``FRAME``) is cut into as many equal
+    height bands as the chest has drawers, top first; each handle belongs to the drawer of the
+    band its middle is in."""
+    drawers = ("top_drawer", "middle_drawer", "bottom_drawer")
+    f = _Front(c)
+    groups = f.handles()
+    handles = np.zeros(c.n, dtype=bool)
+    for g in groups:
+        handles[g] = True
+    panel = f.panel(handles)
+    inner = _inside_frame(f, panel)
+    lo, hi = (np.percentile(f.h[inner], [0.5, 99.5]) if inner.sum() >= 10
+              else (float(f.h.min()), float(f.h.max())))
+    band = (hi - lo) / len(drawers)
+    # Band k from the top: [hi - (k + 1) band, hi - k band).
+    rank = np.clip(((hi - f.h) / max(band, 1e-6)).astype(int), 0, len(drawers) - 1)
+    scores: Scores = {}
+    for k, name in enumerate(drawers):
+        own = np.zeros(c.n, dtype=bool)
+        for g in groups:
+            if int(np.clip((hi - float(np.median(f.h[g]))) // max(band, 1e-6), 0, len(drawers) - 1)) == k:
+                own[g] = True
+        scores[f"{name}_handle"] = _decided(own, f.margin(own))
+        edge = np.minimum(np.abs(f.h - (hi - k * band)), np.abs(f.h - (hi - (k + 1) * band)))
+        scores[name] = _decided(inner & (rank == k), _ramp(edge, 0.0, c.cfg.softness))
+    return _rest(scores, "body", c.n)
+
+
 def _inside_frame(f: _Front, panel: np.ndarray) -> np.ndarray:
     """Front-face points more than ``FRAME`` inside the face's outline (the carcass edges are body)."""
     if panel.sum() < 10:
@@ -1212,6 +1235,7 @@ RULES: dict[str, Rule] = {
     "rack": _rack,
     "shelf": _shelf,
     "cabinet": _cabinet,
+    "chest": _chest,
     "microwave": _microwave,
     "banana": _whole,
     "box": _whole,

@@ -1,4 +1,4 @@
-"""Fixed furniture: mug rack, shelf, cabinet, microwave, coffee machine.
+"""Fixed furniture: mug rack, shelf, cabinet, chest of drawers, microwave, coffee machine.
 
 Fronts face +x: drawers slide out along +x, doors swing out towards +x and handles stand
 off the +x faces, so a robot placed in front (on the +x side) reaches them. Joint value 0 is
@@ -44,6 +44,71 @@ def bar_handle(centre: ArrayLike, along: ArrayLike, out: ArrayLike, length: floa
         foot = centre + side * along * (length / 2 - 0.012)
         pieces.append(rod(foot, foot + standoff * out, 0.75 * radius, sections=12))
     return pieces
+
+
+@dataclass
+class ChestParams(Params):
+    """A chest of three equal drawers stacked on a plinth, fronts towards +x, each with a
+    horizontal bar handle at its middle.
+
+    The plinth keeps the bottom handle 13 cm or more above the table: a hand holding a bar
+    from the front reaches about 10 cm below it.
+
+    Attributes:
+        width: Outer width along y (m).
+        depth: Outer depth along x (m).
+        height: Height of the carcass above the plinth (m).
+        plinth: Height of the recessed base the carcass stands on (m).
+        panel: Carcass panel thickness (m).
+        drawer_wall: Thickness of the drawer box walls (m).
+        handle_length: Handle bar length (m).
+        handle_radius: Handle bar radius (m).
+        handle_standoff: Distance from the front to the bar's axis (m); room for a fingertip.
+    """
+
+    width: float = span(0.4, 0.55)
+    depth: float = span(0.3, 0.4)
+    height: float = span(0.42, 0.54)
+    plinth: float = span(0.06, 0.09)
+    panel: float = span(0.012, 0.018)
+    drawer_wall: float = span(0.006, 0.01)
+    handle_length: float = span(0.08, 0.14)
+    handle_radius: float = span(0.005, 0.008)
+    handle_standoff: float = span(0.025, 0.035)
+
+
+#: The chest's drawers, top first (the ontology's part names).
+CHEST_DRAWERS = ("top_drawer", "middle_drawer", "bottom_drawer")
+
+
+def build_chest(p: ChestParams, rng: np.random.Generator) -> Built:
+    hx, hy, t, b = p.depth / 2, p.width / 2, p.panel, p.plinth
+    inner = hy - t
+    n = len(CHEST_DRAWERS)
+    bay = (p.height - (n + 1) * t) / n  # each drawer's opening
+    body = PieceSet()
+    top = b + p.height
+    carcass = [slab([-hx + 0.02, -hy + 0.02, 0.0], [hx - 0.02, hy - 0.02, b]),  # the plinth, set back
+               slab([-hx, -hy, b], [hx, hy, b + t]), slab([-hx, -hy, top - t], [hx, hy, top]),
+               slab([-hx, -hy, b + t], [hx, -inner, top - t]), slab([-hx, inner, b + t], [hx, hy, top - t]),
+               slab([-hx, -inner, b + t], [-hx + t, inner, top - t])]
+    carcass += [slab([-hx + t, -inner, b + k * (bay + t)], [hx, inner, b + k * (bay + t) + t])
+                for k in range(1, n)]  # the rails between drawers
+    body.add("body", carcass)
+    links = [Link("body", body.pieces)]
+    volume = body.volume
+    wood = palette.pick(rng, palette.WOOD)
+    metal = palette.pick(rng, palette.METAL)
+    rgba = {"body": wood}
+    for k, name in enumerate(CHEST_DRAWERS):
+        centre = top - t - bay / 2 - k * (bay + t)
+        drawer = _drawer(p, inner, bay / 2, name)
+        links.append(Link(name, drawer.pieces, parent="body", pos=np.array([hx, 0.0, centre]),
+                          joint=JointSpec(name, "slide", np.array([1.0, 0.0, 0.0]),
+                                          range=(0.0, 0.8 * (p.depth - 2 * t)))))
+        volume += drawer.volume
+        rgba[name], rgba[f"{name}_handle"] = palette.shade(wood, 1.2), metal
+    return Built(links, rgba, FURNITURE_DENSITY * volume)
 
 
 @dataclass
@@ -188,20 +253,21 @@ class CabinetParams(Params):
     door_handle_length: float = span(0.06, 0.1)
 
 
-def _drawer(p: CabinetParams, half_w: float, half_h: float) -> PieceSet:
-    """Drawer pieces in the drawer frame: origin at the middle of its front face."""
+def _drawer(p: CabinetParams | ChestParams, half_w: float, half_h: float, name: str = "drawer") -> PieceSet:
+    """Drawer pieces in the drawer frame: origin at the middle of its front face; the parts are
+    ``name`` and ``name_handle``."""
     t, w, c = p.panel, p.drawer_wall, CLEARANCE
     fw, fh = half_w - c, half_h - c
     box_back = -p.depth + 2 * t + 0.01
     bw, bottom, top = fw - 0.004, -fh, fh - 0.01
     pieces = PieceSet()
-    pieces.add("drawer", [slab([-t, -fw, -fh], [0.0, fw, fh]),
+    pieces.add(name, [slab([-t, -fw, -fh], [0.0, fw, fh]),
                           slab([box_back, -bw, bottom], [-t, bw, bottom + w]),
                           slab([box_back, -bw, bottom + w], [-t, -bw + w, top]),
                           slab([box_back, bw - w, bottom + w], [-t, bw, top]),
                           slab([box_back, -bw + w, bottom + w], [box_back + w, bw - w, top])])
-    pieces.add("drawer_handle", bar_handle([0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0], p.handle_length,
-                                           p.handle_radius, p.handle_standoff))
+    pieces.add(f"{name}_handle", bar_handle([0.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 0.0, 0.0],
+                                            p.handle_length, p.handle_radius, p.handle_standoff))
     return pieces
 
 
@@ -354,6 +420,7 @@ GENERATORS: dict[str, Generator] = {
     "rack": Generator(RackParams, build_rack),
     "shelf": Generator(ShelfParams, build_shelf),
     "cabinet": Generator(CabinetParams, build_cabinet),
+    "chest": Generator(ChestParams, build_chest),
     "microwave": Generator(MicrowaveParams, build_microwave),
     "coffee_machine": Generator(CoffeeMachineParams, build_coffee_machine),
 }
