@@ -483,3 +483,28 @@ def test_the_graph_refuses_a_composite_with_what_to_do() -> None:
                               ("put the banana on the plate, then put the cube in the mug", "")):
         with pytest.raises(TrialAborted, match="send them as goals one after the other"):
             resolve_task(sentence, task_id, need_task=True)
+
+
+def test_the_camera_watch_does_not_take_its_own_stall_for_a_dead_camera() -> None:
+    """A loop turn that comes late (the process was descheduled) is followed by a grace for the
+    frames queued meanwhile; a real silence is judged, a late turn or not, and one far past the
+    limit is judged even on a loop that is late on every turn."""
+    import numpy as np
+
+    from afford_ros.nodes.task_server import SilenceWatch
+
+    watch = SilenceWatch(limit=1.0)
+    assert watch.silent(10.00, 9.99) is None
+    assert watch.silent(10.02, 10.01) is None
+    # Stalled 1.5 s: the last frame looks 1.5 s old, but frames are queued, not missing.
+    assert watch.silent(11.52, 10.01) is None
+    assert watch.silent(11.54, 10.01) is None  # within the grace: their callback runs first
+    assert watch.silent(11.56, 11.55) is None  # delivered
+    # The camera really died: judged once the grace is over.
+    for t in np.arange(11.58, 12.5, 0.02):
+        assert watch.silent(float(t), 11.55) is None
+    assert watch.silent(12.58, 11.55) == pytest.approx(1.03)
+    # A loop late on every turn still stops the arm once the silence is three times the limit.
+    late = SilenceWatch(limit=1.0)
+    got = [late.silent(float(t), 0.0) for t in np.arange(0.0, 3.5, 0.25)]
+    assert all(g is None for g in got[:12]) and got[-1] == pytest.approx(3.25)

@@ -13,9 +13,10 @@ through the executor's checks, watched as a skill is, and the simulator judges t
 
 Safety: while a trial moves the arm, the camera and the robot state are watched; a camera
 silent for longer than ``max_frame_age_s`` publishes the stop topic, cancels the skill and
-aborts the trial with that reason. A cancel of the goal does the same. Bad goals (an empty
-sentence, an object the stack does not know, an object not in view) end before anything
-moves, with the reason in the result.
+aborts the trial with that reason (judged 0.3 s after a stall of the task server's own
+process, whose queued frames come first: :class:`SilenceWatch`). A cancel of the goal does
+the same. Bad goals (an empty sentence, an object the stack does not know, an object not in
+view) end before anything moves, with the reason in the result.
 
 A busy machine. In sim mode the simulator reports on ``/diagnostics`` when it fell behind real
 time; a trial that fails after such a report (ERROR: a stall long enough for the robot's link
@@ -66,6 +67,31 @@ GOAL_ANSWER_S = 10.0
 #: After a goal went unanswered (arm stopped), how long (s) to wait for DDS to tell whether the
 #: planner died: a killed node's endpoints stay listed until its lease runs out (Fast DDS: 20 s).
 PEER_LEASE_S = 25.0
+
+
+class SilenceWatch:
+    """Judges a camera's silence from a loop that polls it, without taking a stall of this
+    process for a dead camera: after a loop turn that came late (the process was descheduled,
+    as a loaded machine does for a second or two), the frames that arrived meanwhile are still
+    queued for their callback, so the silence is not judged for ``grace`` seconds. A silence
+    beyond ``hard_factor`` times the limit is judged even then (a loop late on every turn must
+    still stop the arm).
+    """
+
+    def __init__(self, limit: float, late: float = 0.2, grace: float = 0.3, hard_factor: float = 3.0) -> None:
+        self.limit, self.late, self.grace, self.hard = limit, late, grace, hard_factor * limit
+        self._last_turn: float | None = None
+        self._judge_after = 0.0
+
+    def silent(self, now: float, last_frame: float) -> float | None:
+        """The silence (s) to act on at this turn, or None."""
+        if self._last_turn is not None and now - self._last_turn > self.late:
+            self._judge_after = now + self.grace
+        self._last_turn = now
+        silence = now - last_frame
+        if silence > self.limit and (now >= self._judge_after or silence > self.hard):
+            return silence
+        return None
 
 
 def service_servers(node: Node, service: str) -> set[bytes]:
@@ -394,6 +420,7 @@ class TaskServerNode(Node):
         handle: Any = None
         future: Any = None
         why, stopped, gone = "", False, ""
+        camera = SilenceWatch(self.max_frame_age)
         sent = checked = time.monotonic()
         unanswered_at = 0.0  # when the goal's answer was given up (the arm stopped), or 0
         while future is None or not future.done():
@@ -413,8 +440,8 @@ class TaskServerNode(Node):
                 if gone:
                     # Nobody will answer: stop the arm here and end, without the result.
                     why = why if why and not unanswered_at else f"{gone}; arm stopped"
-            silent = now - self._last_frame
-            if not why and silent > self.max_frame_age:
+            silent = camera.silent(now, self._last_frame)
+            if not why and silent is not None:
                 why = (
                     f"camera stream lost: no image for {silent:.1f} s "
                     f"(limit {self.max_frame_age:.1f} s); arm stopped"
