@@ -123,6 +123,19 @@ CATEGORIES: dict[str, Category] = {
             "handle",
             synonyms=("mug", "cup", "coffee mug", "mugcup"),
         ),
+        # AffordSim's hang_cup beside its hang_mugcup: a squat, flared cup with a small handle.
+        # "cup" stays the mug's word (the sentences people wrote for the mug use it).
+        _c(
+            "teacup",
+            ("body", "handle", "rim"),
+            {
+                "body": ("grasp_body", "contain"),
+                "handle": ("grasp_handle", "hang"),
+                "rim": ("pour_in", "pour_out"),
+            },
+            "handle",
+            synonyms=("teacup", "tea cup", "china cup", "porcelain cup"),
+        ),
         _c(
             "paper_cup",
             ("body", "rim"),

@@ -45,6 +45,7 @@ from afford_sim.assets import Asset, make
 # The parts the tasks grasp or use, per category, and the IoU each must reach on average.
 GRADED: dict[str, tuple[str, ...]] = {
     "mug": ("handle", "body"),
+    "teacup": ("handle", "body"),
     "kettle": ("handle", "spout"),
     "pot": ("handle",),
     "pan": ("handle",),

@@ -60,7 +60,7 @@ BENCHMARK: tuple[BenchmarkTask, ...] = (
     # Medium: affordance-critical tasks (30).
     _b("close_microwave", "medium", "open_close", "close-microwave-v1"),
     _b("open_microwave", "medium", "open_close", "open-microwave-v1"),
-    _b("hang_cup", "medium", "hang"),
+    _b("hang_cup", "medium", "hang", "hang-teacup-v1"),
     # The seed's "mugcup" is our mug ("cup" is a synonym of it); its other "cup" is read here as
     # the paper cup in these two tasks. The coffee machine's head reaches 2.3-6.8 cm past its
     # nozzle over the tray, so a cup centred under the nozzle and lowered from above meets it

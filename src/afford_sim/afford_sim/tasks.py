@@ -622,15 +622,16 @@ class NestTask(StackTask):
 
 
 class HangTask(Task):
-    """Hang a mug on a rack's hook by its handle ring, holding the mug by its body.
+    """Hang a cup (a mug, a teacup) on a rack's hook by its handle ring, holding it by its body.
 
     Example: "hang the mug on the rack".
-    Randomized: mug and rack shapes (one to four hooks); the mug in a 12 x 12 cm window on the
+    Randomized: cup and rack shapes (one to four hooks); the cup in a 12 x 12 cm window on the
     robot's right with yaw -90 deg +-30 deg; the rack in a 6 x 6 cm window on the left, its first
-    hook pointing at the mug's side (roughly 26-44 cm between the two).
+    hook pointing at the cup's side (roughly 26-44 cm between the two).
     Success: grasp and lift as for picking, with the fingers on the body; hang: after release
-    and retreat and 1.5 s of settling, the mug touches the rack, not the table nor the fingers,
-    and its lowest point is at least 5 cm above the table.
+    and retreat and 1.5 s of settling, the cup touches the rack, not the table nor the fingers,
+    and its lowest point is at least 5 cm above the table (a teacup's handle leaves its lowest
+    point 2-4 cm below the hook's bend, which stands 13 cm or more up the pole).
     """
 
     skill = "hang"
@@ -640,8 +641,8 @@ class HangTask(Task):
         s1, s2 = _seeds(seed, 2)
         return _scene(
             ObjectSpec(
-                "mug",
-                "mug",
+                self.target_name,
+                self.target,
                 s1,
                 Window(
                     center=(0.45, -0.15),
@@ -659,14 +660,14 @@ class HangTask(Task):
 
     def check_hang(self, world: BatchWorld) -> Check:
         world.advance(1.5)
-        low = _lowest_z(world, "mug")
-        on_rack = world.in_contact("rack", "mug")
-        on_table = world.in_contact("table", "mug")
-        held = world.in_contact(FINGERS[0], "mug") or world.in_contact(FINGERS[1], "mug")
+        cup = self.target_name
+        low = _lowest_z(world, cup)
+        on_rack = world.in_contact("rack", cup)
+        on_table = world.in_contact("table", cup)
+        held = world.in_contact(FINGERS[0], cup) or world.in_contact(FINGERS[1], cup)
         ok = on_rack and not on_table and not held and low > 0.05
-        return Check(
-            ok, f"mug lowest point {low * 100:.1f} cm, on rack: {on_rack}, on table: {on_table}, held: {held}"
-        )
+        return Check(ok, f"{cup} lowest point {low * 100:.1f} cm, on rack: {on_rack}, "
+                         f"on table: {on_table}, held: {held}")
 
 
 class PourTask(Task):
@@ -1513,6 +1514,10 @@ for _t in ("banana", "cube", "box", "bottle", "paper_cup", "mug"):
 _add(HangTask, "hang-mug-v1", target="mug", destination="rack", tier="hard",
      instructions=("hang the mug on the rack", "hang the mug up on the rack",
                    "hang the mug on a hook of the rack"))
+# AffordSim's hang_cup (Medium, beside the Hard hang_mugcup): a teacup on the same rack.
+_add(HangTask, "hang-teacup-v1", target="teacup", destination="rack", tier="medium",
+     instructions=("hang the teacup on the rack", "hang the teacup up on the rack",
+                   "hang the tea cup on a hook of the rack"))
 _add(PourTask, "pour-kettle-v1", target="kettle", destination="bowl", tier="medium",
      instructions=("pour water from the kettle into the bowl", "pour the kettle into the bowl",
                    "empty the kettle into the bowl"))

@@ -96,7 +96,7 @@ def test_categories_match_ontology() -> None:
 def test_unknown_category_lists_known_ones() -> None:
     """A typo in a task or scene file must say what exists, not fail deep inside a generator."""
     with pytest.raises(KeyError, match="known: .*mug"):
-        make("teacup")
+        make("saucepan")
 
 
 def test_bad_seed_and_overrides_are_rejected() -> None:

@@ -1222,6 +1222,7 @@ def _mat(c: _Cloud) -> Scores:
 
 RULES: dict[str, Rule] = {
     "mug": _mug,
+    "teacup": _mug,  # the same build, squatter
     "paper_cup": _cup,
     "bowl": _cup,
     "hammer": _hammer,

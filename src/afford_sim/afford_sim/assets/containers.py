@@ -81,6 +81,25 @@ class MugParams(Params):
         return top, top - least - self.handle_slack * spare
 
 
+@dataclass
+class TeacupParams(MugParams):
+    """A teacup: the mug's build, squat and flared, with a thinner handle that still leaves the
+    mug's 3 cm opening for a hook (see :class:`MugParams`). Its body is under 7.2 cm across, so
+    the hand still closes around it."""
+
+    radius: float = span(0.032, 0.036)
+    height: float = span(0.074, 0.084)
+    taper: float = span(0.15, 0.3)
+    wall: float = span(0.003, 0.0045)
+    base: float = span(0.005, 0.007)
+    rim_band: float = span(0.007, 0.01)
+    handle_radius: float = span(0.0035, 0.0045)
+    handle_reach: float = span(0.036, 0.042)
+    handle_slack: float = span(0.2, 1.0)
+    handle_squareness: float = span(2.0, 3.5)
+    mass: float = span(0.15, 0.22)
+
+
 def build_mug(p: MugParams, rng: np.random.Generator) -> Built:
     profile = [(p.radius * (1 - p.taper), 0.0), (p.radius, p.height)]
     body, rim = open_vessel(profile, p.wall, p.base, p.rim_band, base_radius=profile[0][0] - p.wall)
@@ -405,6 +424,7 @@ def build_basket(p: BasketParams, rng: np.random.Generator) -> Built:
 
 GENERATORS: dict[str, Generator] = {
     "mug": Generator(MugParams, build_mug),
+    "teacup": Generator(TeacupParams, build_mug),
     "paper_cup": Generator(PaperCupParams, build_paper_cup),
     "bowl": Generator(BowlParams, build_bowl),
     "bottle": Generator(BottleParams, build_bottle),
