@@ -44,7 +44,7 @@ from afford_planner.skills import (
     Stage,
     skill_for_action,
 )
-from afford_planner.task_constraints import TaskContext, compile_constraints, fill_task_terms
+from afford_planner.task_constraints import CARRIES, TaskContext, compile_constraints, fill_task_terms
 from afford_planner.terms import TermsConfig, fill_terms, gripper_geometry
 from afford_sim.tasks import Task
 from afford_sim.world import BatchWorld
@@ -62,6 +62,11 @@ def _observed(world: BatchWorld, obs: Any, name: str, seed: int) -> ObjectCloud:
         part_names=raw.part_names,
         object_center=perceived_center(raw.points),
     )
+
+
+#: A handle whose middle is this far (m, horizontally) from the object's centre is off to one
+#: side: the weight turns the object about the grasp unless the grasp holds it by shape.
+SIDE_HANDLE_M = 0.03
 
 
 @dataclass(frozen=True)
@@ -122,9 +127,12 @@ class Episode:
             from the door, its handle and the body (:func:`~afford_core.geometry.door_hinge`).
         push_goal: Where a pushed object's centre must end (push tasks only): the middle of the
             destination's grounded receiving part.
-        tilt_axis: The horizontal axis a pour from a spout tips about (pour tasks whose
-            pouring part was seen off to one side); grasps approaching along it, either way,
-            score as top-down ones on the approach term (``HoldsTilt``).
+        tilt_axis: The horizontal axis the held object's weight would turn it about in the
+            fingers: a pour from a spout tips about it (pour tasks whose pouring part was seen
+            off to one side); a thing carried by a handle off to one side (a kettle to its
+            base) hangs about it (up x the way from the handle to the centre). Grasps
+            approaching along it, either way, score as top-down ones on the approach term
+            (``HoldsTilt``, ``HoldsLoad``), and the ``tilt`` sampler proposes them.
         candidates: The candidate set, with their terms once ranked.
         plans: Per candidate index, the free-space plan to the pre-grasp and the approach line.
         plan_source: Per planned-for candidate, "default", "reference" (:meth:`plan`) or None.
@@ -292,6 +300,12 @@ class Episode:
             spout = spout_direction(self.parts.get(intent.use_region or "", np.empty((0, 3))), cloud.center)
             if spout is not None:
                 self.tilt_axis = np.cross([0.0, 0.0, 1.0], spout)
+        if self.tilt_axis is None and intent.next_action in CARRIES and len(self.region) \
+                and "grasp_handle" in category(intent.target).affordances.get(intent.grasp_region, ()):
+            towards = np.asarray(cloud.center, dtype=np.float64) - self.region.mean(axis=0)
+            towards[2] = 0.0
+            if np.linalg.norm(towards) >= SIDE_HANDLE_M:
+                self.tilt_axis = np.cross([0.0, 0.0, 1.0], towards / np.linalg.norm(towards))
 
     # Candidates and ranking -------------------------------------------------------------------
 

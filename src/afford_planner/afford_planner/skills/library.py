@@ -92,17 +92,25 @@ class Place(GraspSkill):
         # A vessel into one of its kind (a paper cup into a paper cup) has millimetres to spare:
         # centre it by the axis of its base, not by the median of the side the camera saw.
         nest = ctx.intent.target == ctx.intent.destination and inside
+        # Held by a handle off to one side (a kettle onto its base, a mug by its handle): the
+        # handle, and a spout opposite it, pull the median of the seen points 3-6 cm off the
+        # body's axis, and a kettle let go that far off its base's centre tipped over it. The
+        # round base's axis goes over the centre instead (base_axis_xy: the median still, when
+        # the lowest band is not round).
+        target_cat = CATEGORIES.get(ctx.intent.target)
+        by_handle = target_cat is not None and "grasp_handle" in target_cat.affordances.get(
+            ctx.intent.grasp_region, ())
         # One thing onto another of its kind (a block on a block, a tower): both centred by
         # their footprints, which one view gets right where its median does not.
         boxes = ctx.intent.target == ctx.intent.destination and not nest
         # A lid onto a pot: over the mouth, its rim on the pot's (see SkillRunner.place).
-        target_cat = CATEGORIES.get(ctx.intent.target)
         cover = target_cat is not None and target_cat.covers and inside
         # A surface things rest on (not one things go into, nor a lid's pot) is found whole
         # where the grounding leaked off it.
         around = None if inside else ctx.dest_support
         return [("place", lambda: ctx.runner.place(ctx.held["obj"], dest, None if cover else occupied,
-                                                   round_base=nest, boxes=boxes, cover=cover, around=around))]
+                                                   round_base=nest or (by_handle and not boxes),
+                                                   boxes=boxes, cover=cover, around=around))]
 
 
 def _goes_inside(ctx: SkillContext) -> bool:
