@@ -44,7 +44,13 @@ from afford_planner.skills import (
     Stage,
     skill_for_action,
 )
-from afford_planner.task_constraints import CARRIES, TaskContext, compile_constraints, fill_task_terms
+from afford_planner.task_constraints import (
+    CARRIES,
+    SIDE_HANDLE_M,
+    TaskContext,
+    compile_constraints,
+    fill_task_terms,
+)
 from afford_planner.terms import TermsConfig, fill_terms, gripper_geometry
 from afford_sim.tasks import Task
 from afford_sim.world import BatchWorld
@@ -62,11 +68,6 @@ def _observed(world: BatchWorld, obs: Any, name: str, seed: int) -> ObjectCloud:
         part_names=raw.part_names,
         object_center=perceived_center(raw.points),
     )
-
-
-#: A handle whose middle is this far (m, horizontally) from the object's centre is off to one
-#: side: the weight turns the object about the grasp unless the grasp holds it by shape.
-SIDE_HANDLE_M = 0.03
 
 
 @dataclass(frozen=True)
