@@ -58,6 +58,11 @@ def _lowest_z(world: BatchWorld, name: str) -> float:
     return float(min(s.world_vertices()[:, 2].min() for s in world.collision_shapes() if s.object == name))
 
 
+def _both_fingers_on(world: BatchWorld, geom: str) -> bool:
+    """Both finger pads touch ``geom`` (an object, or one of its parts as "object/part")."""
+    return world.in_contact(FINGERS[0], geom) and world.in_contact(FINGERS[1], geom)
+
+
 def _held(world: BatchWorld, name: str) -> bool:
     """A finger touches the object and the gripper did not close on nothing.
 
@@ -815,8 +820,7 @@ class ChestDrawerTask(Task):
                      "drawers before the grasp: " + ", ".join(f"{d} {v * 100:.1f} cm" for d, v in q.items()))
 
     def check_grasp(self, world: BatchWorld) -> Check:
-        handle = f"chest/{self.drawer}_handle"
-        ok = world.in_contact(FINGERS[0], handle) and world.in_contact(FINGERS[1], handle)
+        ok = _both_fingers_on(world, f"chest/{self.drawer}_handle")
         return Check(ok, f"both fingers on the {self.drawer.replace('_', ' ')}'s handle: {ok}")
 
     def check_pull(self, world: BatchWorld) -> Check:
@@ -885,8 +889,7 @@ class SwingDoorTask(Task):
                      f"door at {deg:.1f} deg before the grasp (started at {self._deg0:.1f} deg)")
 
     def check_grasp(self, world: BatchWorld) -> Check:
-        handle = f"{self.target_name}/{self.joint}_handle"
-        ok = world.in_contact(FINGERS[0], handle) and world.in_contact(FINGERS[1], handle)
+        ok = _both_fingers_on(world, f"{self.target_name}/{self.joint}_handle")
         return Check(ok, f"both fingers on the {self.joint} handle: {ok}")
 
     def check_pull(self, world: BatchWorld) -> Check:
