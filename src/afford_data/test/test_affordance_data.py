@@ -320,7 +320,7 @@ def test_config_rejects_leaky_or_unknown_categories() -> None:
     with pytest.raises(ValueError, match="both seen and unseen"):
         AffordanceDataConfig(categories=("mug", "pot"), unseen_categories=("pot", "scoop"))
     with pytest.raises(KeyError, match="known"):
-        AffordanceDataConfig(categories=("teacup",))
+        AffordanceDataConfig(categories=("saucepan",))
     default = AffordanceDataConfig()
     assert {"pot", "scoop"} <= set(default.unseen_categories) and "pot" not in default.categories
     # Every affordance of the unseen categories is taught by some seen category.

@@ -106,7 +106,7 @@ class ParserConfig:
             kettle (0.73) and "wardrobe" -> cabinet (0.71) but refuses "orange" -> banana's
             "fruit" (0.62) and "unicorn" (< 0.45).
         min_margin: In [0, 1): the best candidate (object, part or action) must beat the
-            runner-up by this much; a near-tie ("teacup": mug 0.78, kettle 0.77) is refused
+            runner-up by this much; a near-tie ("tea set": teacup 0.75, kettle 0.74) is refused
             as ambiguous instead of picked by noise.
         use_embeddings: False disables the fallback: every word must be in the lexicon and
             the model is never loaded (for cells that must not import torch).

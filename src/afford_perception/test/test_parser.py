@@ -423,7 +423,7 @@ def test_embedding_fallback_resolves_paraphrases(minilm: float, text: str, known
 ])
 def test_embedding_fallback_refuses_weak_matches(minilm: float, text: str, kind: ParseErrorKind,
                                                  fragment: str) -> None:
-    """Below the threshold, or when two candidates tie ("teacup": mug vs kettle), the parser
+    """Below the threshold, or when two candidates tie ("tea set": teacup vs kettle), the parser
     refuses: a guessed object on a real cell is a grasp on the wrong thing."""
     with pytest.raises(TaskParseError) as err:
         parse(text)
