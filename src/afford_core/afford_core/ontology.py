@@ -106,20 +106,26 @@ class Category:
 def _c(
     name: str, parts: tuple[str, ...], aff: dict[str, tuple[str, ...]], default: str, **kw: object
 ) -> Category:
-    return Category(name=name, parts=parts, affordances=aff, default_grasp=default, **kw)  # type: ignore[arg-type]
+    # A copy: categories that share a table (_HANDLED_CUP) do not share one dict.
+    return Category(name=name, parts=parts, affordances=dict(aff), default_grasp=default, **kw)  # type: ignore[arg-type]
 
+
+#: A cup with a handle (a mug, a teacup): its parts, and what each affords.
+_HANDLED_CUP: tuple[tuple[str, ...], dict[str, tuple[str, ...]]] = (
+    ("body", "handle", "rim"),
+    {
+        "body": ("grasp_body", "contain"),
+        "handle": ("grasp_handle", "hang"),
+        "rim": ("pour_in", "pour_out"),
+    },
+)
 
 CATEGORIES: dict[str, Category] = {
     c.name: c
     for c in (
         _c(
             "mug",
-            ("body", "handle", "rim"),
-            {
-                "body": ("grasp_body", "contain"),
-                "handle": ("grasp_handle", "hang"),
-                "rim": ("pour_in", "pour_out"),
-            },
+            *_HANDLED_CUP,
             "handle",
             synonyms=("mug", "cup", "coffee mug", "mugcup"),
         ),
@@ -127,12 +133,7 @@ CATEGORIES: dict[str, Category] = {
         # "cup" stays the mug's word (the sentences people wrote for the mug use it).
         _c(
             "teacup",
-            ("body", "handle", "rim"),
-            {
-                "body": ("grasp_body", "contain"),
-                "handle": ("grasp_handle", "hang"),
-                "rim": ("pour_in", "pour_out"),
-            },
+            *_HANDLED_CUP,
             "handle",
             synonyms=("teacup", "tea cup", "china cup", "porcelain cup"),
         ),

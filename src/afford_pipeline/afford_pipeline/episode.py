@@ -44,13 +44,7 @@ from afford_planner.skills import (
     Stage,
     skill_for_action,
 )
-from afford_planner.task_constraints import (
-    CARRIES,
-    SIDE_HANDLE_M,
-    TaskContext,
-    compile_constraints,
-    fill_task_terms,
-)
+from afford_planner.task_constraints import TaskContext, compile_constraints, fill_task_terms, load_axis
 from afford_planner.terms import TermsConfig, fill_terms, gripper_geometry
 from afford_sim.tasks import Task
 from afford_sim.world import BatchWorld
@@ -301,12 +295,8 @@ class Episode:
             spout = spout_direction(self.parts.get(intent.use_region or "", np.empty((0, 3))), cloud.center)
             if spout is not None:
                 self.tilt_axis = np.cross([0.0, 0.0, 1.0], spout)
-        if self.tilt_axis is None and intent.next_action in CARRIES and len(self.region) \
-                and "grasp_handle" in category(intent.target).affordances.get(intent.grasp_region, ()):
-            towards = np.asarray(cloud.center, dtype=np.float64) - self.region.mean(axis=0)
-            towards[2] = 0.0
-            if np.linalg.norm(towards) >= SIDE_HANDLE_M:
-                self.tilt_axis = np.cross([0.0, 0.0, 1.0], towards / np.linalg.norm(towards))
+        if self.tilt_axis is None:
+            self.tilt_axis = load_axis(intent, self.region, cloud.center)
 
     # Candidates and ranking -------------------------------------------------------------------
 

@@ -459,6 +459,23 @@ def _horizontal(v: np.ndarray, up: np.ndarray) -> np.ndarray:
     return v - np.dot(v, up) * up
 
 
+def load_axis(intent: Intent, handle: np.ndarray, center: Sequence[float] | np.ndarray,
+              up: np.ndarray = _UP) -> np.ndarray | None:
+    """The horizontal axis a thing carried by its handle to be set down (``CARRIES``) hangs
+    about in the fingers, up x the way from the handle to the centre; None unless the grasp is
+    on a handle whose middle is ``SIDE_HANDLE_M`` or more off the centre. Where it is not None
+    the grasp is scored by ``holds_load`` and the ``tilt`` sampler proposes grasps along it."""
+    cat = CATEGORIES.get(intent.target)
+    if intent.next_action not in CARRIES or cat is None or len(handle) == 0 \
+            or "grasp_handle" not in cat.affordances.get(intent.grasp_region, ()):
+        return None
+    up = _as_direction(up, "up")
+    towards = _horizontal(np.asarray(center, dtype=np.float64) - np.asarray(handle).mean(axis=0), up)
+    if np.linalg.norm(towards) < SIDE_HANDLE_M:
+        return None
+    return np.cross(up, towards / np.linalg.norm(towards))
+
+
 def compile_constraints(
     intent: Intent,
     cloud_parts: Mapping[str, np.ndarray],
@@ -553,12 +570,9 @@ def compile_constraints(
         out.append(ApproachFrom("front", -pull, cfg.approach_full_deg, cfg.approach_zero_deg))
 
     # Carried by a handle to be set down: the weight must not hang on the pads' friction.
-    cat = CATEGORIES.get(intent.target)
-    by_handle = cat is not None and "grasp_handle" in cat.affordances.get(intent.grasp_region, ())
-    if action in CARRIES and by_handle and intent.grasp_region in cloud_parts:
-        out_by = _horizontal(np.asarray(cloud_parts[intent.grasp_region]).mean(axis=0) - center, up)
-        if np.linalg.norm(out_by) >= SIDE_HANDLE_M:
-            out.append(HoldsLoad(center, up))
+    handle = cloud_parts.get(intent.grasp_region)
+    if handle is not None and load_axis(intent, handle, center, up) is not None:
+        out.append(HoldsLoad(center, up))
 
     if context.avoid_occluding and context.camera_position is not None:
         watched = intent.use_region or intent.grasp_region

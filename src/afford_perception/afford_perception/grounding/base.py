@@ -154,11 +154,11 @@ def pick_stacked(cloud: ObjectCloud, part: str, scores: np.ndarray) -> np.ndarra
     member = np.flatnonzero(scores >= 0.5)
     if len(member) == 0:
         return scores
-    points = np.asarray(cloud.points)[member]
-    labels = clusters(points, STACK_LINK_M)
+    points = np.asarray(cloud.points)
+    labels = clusters(points[member], STACK_LINK_M)
     runs = [member[labels == k] for k in np.unique(labels)]
     runs = [r for r in runs if len(r) >= STACK_MIN_SHARE * len(member)]
-    z = np.asarray(cloud.points)[:, 2]
+    z = points[:, 2]
     runs.sort(key=lambda r: -float(np.median(z[r])))  # top first
     # Pieces at one height are one part found in pieces (a bar with its middle missed), not two.
     levels: list[np.ndarray] = []

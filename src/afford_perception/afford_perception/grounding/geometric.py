@@ -707,7 +707,8 @@ def _chest(c: _Cloud) -> Scores:
     front. The inner front face (less a carcass frame of ``FRAME``) is cut into as many equal
     height bands as the chest has drawers, top first; each handle belongs to the drawer of the
     band its middle is in."""
-    drawers = ("top_drawer", "middle_drawer", "bottom_drawer")
+    # The ontology's stacked handles, top first, name the drawers ("top_drawer_handle").
+    drawers = [h.removesuffix("_handle") for h in category(c.category).stacked[0]]
     f = _Front(c)
     groups = f.handles()
     handles = np.zeros(c.n, dtype=bool)
@@ -718,17 +719,20 @@ def _chest(c: _Cloud) -> Scores:
     lo, hi = (np.percentile(f.h[inner], [0.5, 99.5]) if inner.sum() >= 10
               else (float(f.h.min()), float(f.h.max())))
     band = (hi - lo) / len(drawers)
-    # Band k from the top: [hi - (k + 1) band, hi - k band).
-    rank = np.clip(((hi - f.h) / max(band, 1e-6)).astype(int), 0, len(drawers) - 1)
+
+    def rank(h: np.ndarray) -> np.ndarray:  # band k from the top: [hi - (k + 1) band, hi - k band)
+        return np.clip(((hi - h) / max(band, 1e-6)).astype(int), 0, len(drawers) - 1)
+
+    point_rank = rank(f.h)
+    handle_rank = np.full(c.n, -1)
+    for g in groups:
+        handle_rank[g] = rank(np.array([np.median(f.h[g])]))[0]
     scores: Scores = {}
     for k, name in enumerate(drawers):
-        own = np.zeros(c.n, dtype=bool)
-        for g in groups:
-            if int(np.clip((hi - float(np.median(f.h[g]))) // max(band, 1e-6), 0, len(drawers) - 1)) == k:
-                own[g] = True
+        own = handle_rank == k
         scores[f"{name}_handle"] = _decided(own, f.margin(own))
         edge = np.minimum(np.abs(f.h - (hi - k * band)), np.abs(f.h - (hi - (k + 1) * band)))
-        scores[name] = _decided(inner & (rank == k), _ramp(edge, 0.0, c.cfg.softness))
+        scores[name] = _decided(inner & (point_rank == k), _ramp(edge, 0.0, c.cfg.softness))
     return _rest(scores, "body", c.n)
 
 
