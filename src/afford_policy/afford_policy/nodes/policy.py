@@ -19,10 +19,11 @@ rate):
    margin, rate-limited to the velocity limits);
 3. sends the joint target on ``/executor/joint_targets`` as a two-point chunk, from where the
    previous one sends the arm ``lead_s`` ahead to the target one period later (stamped: the
-   executor drops what is already due), or, when the gripper command changes, waits for the arm
-   to reach its last target, calls ``/executor/gripper``, waits for it and for the arm to come
-   to rest, as the scripted skills and the batch-world rollout do (the stream lapses meanwhile;
-   the next chunk starts a new one from where the arm is).
+   executor re-times a chunk that comes too late for its first target), or, when the gripper
+   command changes, waits for the arm to reach its last target, calls ``/executor/gripper``,
+   waits for it and for the arm to come to rest, as the scripted skills and the batch-world
+   rollout do (the stream lapses meanwhile; the next chunk starts a new one from where the arm
+   is).
 
 The executor checks every chunk against the joint, velocity and workspace limits, halts on
 ``/afford/stop``, and holds the arm when chunks stop coming. Any fault or refusal it reports on

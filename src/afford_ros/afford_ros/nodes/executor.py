@@ -13,8 +13,9 @@ named by ``robot`` (its description: joints, limits, gripper). It
   moment before), the rest of the trajectory is followed from where the arm came to rest, once
   checked afresh, at most ``MAX_RESUMES`` times a goal;
 - takes a stream of joint targets on ``/executor/joint_targets`` (chunks of a policy's actions
-  at its control rate; point times count from the header stamp, which a chunk must carry): the
-  part of a chunk already in the past is dropped (a chunk delayed on a busy machine), the rest
+  at its control rate; point times count from the header stamp, which a chunk must carry): a
+  chunk delayed on a busy machine is re-timed, its stream running up to ``_MAX_STREAM_DELAY``
+  behind its stamps (later, its part already in the past is dropped); it then
   passes the same limit checks, measured from where the running chunk is sending the arm now
   (the arm lags that setpoint; a jump is measured from it; the first target must lie where the
   running chunk sends the arm by that target's time) or from the measured joints when no chunk
@@ -141,6 +142,10 @@ def remaining_trajectory(
 
 _STREAM_LEAD = 0.02
 """Seconds ahead a streamed target must be to be taken (a control period at 50 Hz)."""
+_MAX_STREAM_DELAY = 0.5
+"""A stream runs at most this far (s) behind its senders' stamps: a chunk that comes late is
+re-timed (delayed whole, with every later chunk of its stream) up to this; past it, its overdue
+targets are dropped (the default stream_timeout_s: a longer silence ends a stream anyway)."""
 _POLL_PERIOD = 0.01  # s between looks at a running trajectory (stop, cancel, progress)
 _STOP_FIRST = "a stop came after it was checked"
 _STALLED = "this process stalled between its checks and its start"
@@ -279,6 +284,8 @@ class ExecutorNode(Node):
         self._block_said = False
         self._last_chunk = 0.0  # the newest chunk's stamp (s, the sender's clock)
         self._last_arrival = -np.inf  # monotonic arrival of the newest chunk
+        # How far (s) the running stream runs behind its chunks' stamps (_MAX_STREAM_DELAY).
+        self._stream_delay = 0.0
 
         state_group = MutuallyExclusiveCallbackGroup()
         stop_group = MutuallyExclusiveCallbackGroup()
@@ -488,6 +495,7 @@ class ExecutorNode(Node):
             if self._stream_block and new_stream:
                 self._stream_block = ""
             if new_stream:
+                self._stream_delay = 0.0
                 # A new sender (a new policy run after a stop) hears the refusal too: its watch
                 # starts with its stream, and a refusal said only to the one before would leave
                 # it streaming into silence.
@@ -509,6 +517,7 @@ class ExecutorNode(Node):
                 else ""
             )
             running = self._stream
+            delay = self._stream_delay if running is not None else 0.0
             stops = self._stops
         if blocked:
             if say:  # once per stream (chunks after a pause), not once per chunk
@@ -522,16 +531,18 @@ class ExecutorNode(Node):
         # chunk breaks the sender's chain, whose next chunk continues the dropped one and is
         # refused as a jump from the running motion.
         for _ in range(_STALL_TRIES):
-            if self._take_chunk(msg, stamp, running, stops) != _STALLED:
+            if self._take_chunk(msg, stamp, running, stops, delay) != _STALLED:
                 return
             with self._lock:
                 running = self._stream
+                delay = self._stream_delay if running is not None else 0.0
         self.get_logger().warning(f"joint targets dropped: {_STALLED} ({_STALL_TRIES} times)")
 
     def _take_chunk(self, msg: JointTrajectory, stamp: Any, running: tuple[np.ndarray, np.ndarray] | None,
-                    stops: int) -> str:
+                    stops: int, delay: float) -> str:
         """Check one chunk and start it (:meth:`_on_targets`); :data:`_STALLED` when this process
-        stalled between the checks and the start (nothing started), else ""."""
+        stalled between the checks and the start (nothing started), else "". ``delay``: how far
+        the running stream runs behind its stamps (0 when none runs)."""
         try:
             times, qs, _ = trajectory_arrays(msg, self._arm_joints)
             if len(times) == 0:
@@ -545,10 +556,21 @@ class ExecutorNode(Node):
             age = (ros_now - Time.from_msg(stamp)).nanoseconds * 1e-9
             if age < -0.5:
                 raise ValueError(f"the chunk is stamped {-age:.2f} s in the future (clocks differ?)")
-            times = times - age
-            # A target due sooner than the lead cannot be reached smoothly (and would read as a
-            # jump from the setpoint): only the ones after it are taken.
-            keep = times > _STREAM_LEAD
+            times = times - age + delay
+            # A target due sooner than the lead cannot be reached smoothly. A chunk that came
+            # late (a busy machine delays delivery) is delayed whole, and so is every later chunk
+            # of its stream: each continues the one before from where that one is by then. Dropping
+            # its overdue targets instead would leave its first kept one a jump from the running
+            # chunk (a two-point chunk one period long has nothing else). Past _MAX_STREAM_DELAY,
+            # only the targets after the lead are taken (a long chunk's later part may still fit).
+            late = _STREAM_LEAD - times[0]
+            if late > 0.0 and delay + late <= _MAX_STREAM_DELAY:
+                times = times + late
+                delay += late
+                self.get_logger().info(
+                    f"joint targets re-timed: the chunk came {late * 1000:.0f} ms late; the stream now "
+                    f"runs {delay * 1000:.0f} ms behind its stamps", throttle_duration_sec=1.0)
+            keep = times > _STREAM_LEAD - 1e-6
             if not keep.any():
                 late = f"was due {-times[-1]:.3f} s ago" if times[-1] <= 0 else (
                     f"is due in {times[-1] * 1000:.0f} ms, under the {_STREAM_LEAD * 1000:.0f} ms lead")
@@ -599,6 +621,9 @@ class ExecutorNode(Node):
             return ""
         if not_started == _STALLED:
             return _STALLED
+        if not not_started:
+            with self._lock:
+                self._stream_delay = delay
         if not_started == _STOP_FIRST:  # the stop's report covers it
             self.get_logger().info(f"joint targets dropped: {not_started}")
         elif not_started:
