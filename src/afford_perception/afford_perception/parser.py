@@ -1267,8 +1267,10 @@ def parse(
 
 
 #: Where a sentence that asks for several tasks in turn is cut: ", then", "and then", "; ",
-#: "after that" (a composite task: "put the banana on the plate, then put the cube in the mug").
-_STEP_BREAK = re.compile(r"\s*(?:[,;.]\s*|\s)(?:and\s+)?(?:then|after\s+that|afterwards"
+#: "after that", ", next", "and finally" (a composite task: "put the banana on the plate, then
+#: put the cube in the mug"); not "next to", which says where.
+_STEP_BREAK = re.compile(r"\s*(?:[,;.]\s*|\s)(?:and\s+)?(?:then|next(?!\s+to\b)|finally|lastly|after\s+that"
+                         r"|afterwards"
                          r"|(?:once|when)\s+(?:that|this)(?:'s|\s+is)\s+done)\b[,\s]*"
                          r"|\s*;\s*", re.IGNORECASE)
 #: The verb a step without one takes from the step before ("put the banana on the plate, then
@@ -1404,6 +1406,15 @@ _TOWER_CUE = re.compile(r"\b(?:tower|on\s+top\s+of\s+(?:each\s+other|one\s+anoth
                         r"|as\s+the\s+base)\b")
 _COUNT_WORDS = {"two": 2, "both": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _COUNT = rf"(?:{'|'.join(_COUNT_WORDS)}|[2-6])"
+#: Things of one kind stacked or nested with no receiver named: each goes on (or into) the one
+#: before ("stack the two cups together", "nest the paper cups", "put them inside each other").
+_TOGETHER_CUE = re.compile(r"\b(?:together|(?:in|into|inside)\s+(?:each\s+other|one\s+another)"
+                           r"|one\s+(?:inside|in|into)\s+(?:another|the\s+other))\b"
+                           r"|^(?:(?:please|could|can|would|you)\s+)*(?:stack|nest)\b"
+                           r"(?!.*\b(?:on|onto|in|into|inside|over|atop|beside|next|to\s+the)\b)")
+#: One of two things of one kind into (or onto) "the other": "put one paper cup inside the
+#: other", "pick up one of the cups and put it into the other one".
+_THE_OTHER = re.compile(r"\b(?:in|into|inside|on|onto|on\s+top\s+of)\s+the\s+other(?:\s+one)?\s*,?$")
 
 
 def _step_pieces(text: str) -> list[str]:
@@ -1420,41 +1431,58 @@ def _tower(text: str, known_objects: Sequence[str] | None,
            config: ParserConfig | None) -> list[Intent] | None:
     """A tower of several things of one kind, built one on top of the last, as that many
     stacks: "stack the four cubes into a tower" is three intents, a cube on a cube each (the
-    composite that runs them names the blocks; the sentence does not). None when the sentence
-    is no tower of one kind (the ordinary readings decide then).
+    composite that runs them names the blocks; the sentence does not). So are things of one
+    kind stacked or nested with no receiver named ("stack the two cups together", "nest the
+    paper cups", "put one paper cup inside the other"): two of them are one stack. None when the
+    sentence is no tower of one kind (the ordinary readings decide then).
 
-    The count is said ("the four cubes", "all 4 blocks", "the other three" on one) or, for "all
-    the cubes" / "every block", the scene's (``known_objects`` lists each object once).
+    The count is said ("the four cubes", "all 4 blocks", "the other three" on one, one into
+    "the other" for two) or, for "all the cubes" / "every block" / a bare plural, the scene's
+    (``known_objects`` lists each object once). A name the scene lacks is the one scene object
+    it is the head noun of ("cups" in a scene of paper cups and no mug).
 
     Raises:
         TaskParseError: a tower of things that cannot be stacked, of one thing, or of things
             neither counted nor in a known scene.
     """
     low = " ".join(lx.tokenize(text)).replace(" ,", ",")
-    if not _TOWER_CUE.search(low) or len(_step_pieces(text)) > 1:
+    pair = _THE_OTHER.search(low)
+    if not (_TOWER_CUE.search(low) or _TOGETHER_CUE.search(low) or pair) or len(_step_pieces(text)) > 1:
         return None  # no tower, or several tasks in turn: each piece is read alone
-    named: dict[str, re.Match[str]] = {}
+    # Each kind named, with the length of the name it was found by.
+    named: dict[str, tuple[re.Match[str], int]] = {}
     singular = lx.object_phrases()
     for cat, phrases in lx.plural_phrases().items():
         # The plural, counted or not ("the four cubes", "the blocks"), or "every"/"each" block.
-        ways = [rf"\b(?:(?P<n>{_COUNT})\s+(?:\w+\s+)?)?{re.escape(p)}\b" for p in phrases]
-        ways += [rf"\b(?:every|each)\s+(?:\w+\s+)?{re.escape(p)}\b"
+        ways = [(rf"\b(?:(?P<n>{_COUNT})\s+(?:\w+\s+)?)?{re.escape(p)}\b", p) for p in phrases]
+        ways += [(rf"\b(?:every|each)\s+(?:\w+\s+)?{re.escape(p)}\b", p)
                  for p in singular[cat] if p not in phrases]
-        for way in sorted(ways, key=len, reverse=True):
+        for way, phrase in sorted(ways, key=lambda w: len(w[0]), reverse=True):
             m = re.search(way, low)
             if m:
-                named[cat] = m
+                named[cat] = (m, len(phrase))
                 break
     others = re.search(rf"\bthe\s+other\s+(?P<n>{_COUNT})\b", low)
-    if not named and others:  # "take one cube as the base and stack the other three on it"
+    if not named and (others or pair):
+        # "take one cube as the base and stack the other three on it"; "put one paper cup
+        # inside the other" (two in all).
         for cat, phrases in singular.items():
-            m = next((m for p in phrases if (m := re.search(rf"\bone\s+(?:\w+\s+)?{re.escape(p)}\b", low))),
-                     None)
-            if m:
-                named[cat] = m
+            for phrase in sorted(phrases, key=len, reverse=True):
+                if (m := re.search(rf"\bone\s+(?:of\s+the\s+)?(?:\w+\s+)?{re.escape(phrase)}\b", low)):
+                    named[cat] = (m, len(phrase))
+                    break
+    # A name within a longer one is not another thing: "cups" in "paper cups".
+    named = {c: (m, n) for c, (m, n) in named.items()
+             if not any(o.start() <= m.start() and m.end() <= o.end() and k > n for o, k in named.values())}
     if len(named) != 1:
         return None
-    (cat, m), = named.items()
+    (cat, (m, _)), = named.items()
+    if known_objects is not None and cat not in known_objects:
+        # "cup" is a mug, but in a scene of paper cups and no mug it can only mean those.
+        head = m.group(0).split()[-1]
+        heads = [c for c in dict.fromkeys(known_objects)
+                 if any(p.split()[-1] == head for p in (*singular[c], *lx.plural_phrases().get(c, ())))]
+        cat = heads[0] if len(heads) == 1 else cat
     say = cat.replace("_", " ")
     if known_objects is not None and cat not in known_objects:
         raise TaskParseError(f"there is no {say} in the scene to stack ('{text}'); objects in the scene: "
@@ -1468,6 +1496,8 @@ def _tower(text: str, known_objects: Sequence[str] | None,
         n = _count(said)
     elif others:  # one as the base and "the other three" on it
         n = _count(others.group("n")) + 1
+    elif pair:  # one into "the other"
+        n = 2
     elif known_objects is not None:
         n = list(known_objects).count(cat)
     else:
@@ -1579,16 +1609,15 @@ def parse_steps(
 ) -> list[Intent]:
     """Parse a sentence that asks for one task, or for several in turn, into their intents.
 
-    One task is :func:`parse`'s reading (one intent; "pick up the kettle by its handle and then
-    pour into the bowl" is one task: a grasp and its next action). Only a sentence
-    :func:`parse` refuses is cut at its sequence words (", then", "and then", "after that",
-    "once that's done", ";"; a leading "first" is dropped) and each piece parsed alone; a later
-    piece without a verb takes the everyday verb of the step before ("..., then the cube in
-    the mug": put). A tower of several things of one kind ("stack the four cubes into a tower")
-    is that many stacks, one intent each (:func:`_tower`). When the first piece is a
-    task of its own the sentence is a sequence, and every later piece must be one too ("then
-    put it in the mug": "it" names nothing, refused with the piece); otherwise the whole
-    sentence's refusal stands.
+    One task is :func:`parse`'s reading (one intent; "pick up the kettle by its handle and then pour
+    into the bowl" is one task: a grasp and its next action). Only a sentence :func:`parse` refuses
+    is cut at its sequence words (", then", "and then", "after that", "once that's done", ", next",
+    "and finally", ";"; a leading "first" is dropped) and each piece parsed alone; a later piece
+    without a verb takes the everyday verb of the step before ("..., then the cube in the mug":
+    put). A tower of several things of one kind ("stack the four cubes into a tower") is that many
+    stacks, one intent each (:func:`_tower`). When the first piece is a task of its own the sentence
+    is a sequence, and every later piece must be one too ("then put it in the mug": "it" names
+    nothing, refused with the piece); otherwise the whole sentence's refusal stands.
 
     Raises:
         TaskParseError: as :func:`parse`; for a sequence, the first piece that does not parse

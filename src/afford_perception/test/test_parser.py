@@ -471,6 +471,8 @@ def _steps(text: str) -> list[tuple[str, str, str | None]]:
     "put the banana on the plate, then the cube in the mug",
     "put the banana on the plate and then the cube goes in the mug",
     "I'd like the banana on the plate first, then the cube in the mug, please",
+    "first put the banana on the plate, next put the cube in the mug",
+    "put the banana on the plate and finally put the cube in the mug",
 ])
 def test_a_sequence_is_cut_into_its_tasks(text: str) -> None:
     assert _steps(text) == [("banana", "place", "plate"), ("cube", "place", "mug")]
@@ -529,6 +531,12 @@ def test_a_sequence_with_a_bad_step_is_refused(text: str, kind: ParseErrorKind, 
     ("take one cube as the base and stack the other three on it", None, 3),
     # Two things on top of each other are one stack: the single-step task.
     ("stack the two cubes on top of each other", None, 1),
+    # No receiver named: each on the one before ("together", "nest", a bare plural, "the other").
+    ("stack the two cubes together", None, 1),
+    ("stack the cubes", ["cube"] * 2, 1),
+    ("could you stack the three blocks", None, 2),
+    ("put one cube on the other", None, 1),
+    ("pick up one of the blocks and put it on top of the other one", None, 1),
 ])
 def test_a_tower_of_one_kind_is_that_many_stacks(text: str, known: list[str] | None, stacks: int) -> None:
     """Each stack is a cube onto a cube; which block goes where is the composite task's."""
@@ -539,6 +547,32 @@ def test_a_tower_of_one_kind_is_that_many_stacks(text: str, known: list[str] | N
         ("cube", NextAction.STACK, "cube")] * stacks
     if stacks > 1:
         assert all(text in i.text for i in intents)  # each step says which sentence it serves
+
+
+@pytest.mark.parametrize(("text", "known"), [
+    ("nest the two paper cups", None),
+    ("put one paper cup inside the other", None),
+    # A name within a longer one is not a second kind ("cups" in "paper cups").
+    ("stack the two paper cups on top of each other", None),
+    # "cups" are mugs, but in a scene of paper cups and no mug only those.
+    ("stack the cups together", ["paper_cup"] * 2),
+])
+def test_cups_stacked_with_no_receiver_nest_one_in_the_other(text: str, known: list[str] | None) -> None:
+    from afford_perception.parser import parse_steps
+
+    intents = parse_steps(text, known_objects=known, config=NO_EMBEDDINGS)
+    assert [(i.target, i.next_action, i.destination) for i in intents] == [
+        ("paper_cup", NextAction.STACK, "paper_cup")]
+
+
+def test_next_to_says_where_not_when() -> None:
+    """'next' cuts a sequence; 'next to' is a place beside something, refused as before."""
+    from afford_perception.parser import _step_pieces
+
+    assert _step_pieces("put the cube on the plate next to the banana") == [
+        "put the cube on the plate next to the banana"]
+    assert _step_pieces("put the cube on the plate, next the banana") == [
+        "put the cube on the plate", "the banana"]
 
 
 def test_a_tower_sentence_among_steps_is_one_of_them() -> None:
@@ -556,6 +590,7 @@ def test_a_tower_sentence_among_steps_is_one_of_them() -> None:
     ("stack the cubes into a tower", ["cube"], ParseErrorKind.INCOMPLETE, "at least two"),
     ("stack the four cubes into a tower", ["banana", "plate"], ParseErrorKind.NOT_IN_SCENE, "no cube"),
     ("stack the four microwaves into a tower", None, ParseErrorKind.UNSUPPORTED, "cannot be stacked"),
+    ("nest the paper cups", None, ParseErrorKind.INCOMPLETE, "how many paper cups"),
 ])
 def test_a_tower_that_cannot_be_built_is_refused(text: str, known: list[str] | None, kind: ParseErrorKind,
                                                  fragment: str) -> None:
