@@ -127,7 +127,8 @@ VERBS: dict[str, VerbSense] = {
     **dict.fromkeys(
         ("put", "place", "set", "move", "put down", "set down", "lay", "lay down", "drop", "drop off",
          "transfer", "relocate", "deposit", "put away", "return", "pop", "plop", "plonk", "stick", "shift",
-         "park", "rest", "sit", "stand", "position", "reposition", "lower", "tuck", "load", "put back",
+         "park", "rest", "sit", "stand", "position", "reposition", "lower", "tuck", "load", "pack",
+         "pack away", "put back",
          "set back", "place back",
          # "I'd like the banana on the plate": a wish for where a thing is, said to the robot.
          "id like", "i d like", "i would like", "i want"), _PLACE),

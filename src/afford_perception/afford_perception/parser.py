@@ -1641,6 +1641,10 @@ def parse_steps(
         if len(pieces) < 2:
             raise
         intents: list[Intent] = []
+        # "pack the pepper, then the soup can, then the cube into the box": a receiver said once,
+        # at the end, is every step's; the first step takes it when it names none (the later
+        # ones then take the step before's).
+        shared = _SHARED_RECEIVER.search(pieces[-1])
         for k, piece in enumerate(pieces, 1):
             tower = _tower(piece, known_objects, config) or _several(piece, known_objects, config)
             if tower is not None:
@@ -1649,6 +1653,12 @@ def parse_steps(
             try:
                 intents.append(parse(piece, known_objects, config))
             except TaskParseError as step_err:
+                if k == 1 and shared is not None and not _SHARED_RECEIVER.search(piece):
+                    try:
+                        intents.append(parse(f"{piece} {shared.group(1)}", known_objects, config))
+                        continue
+                    except TaskParseError:
+                        pass
                 if k == 1:  # not a sequence of tasks: the sentence's own refusal says why
                     raise err from None
                 for reading in _elided_readings(piece, str(step_err), intents[-1]):
@@ -1668,6 +1678,9 @@ def parse_steps(
 
 
 _IT = re.compile(r"\b(?:it|that)\b(?!\s*(?:'s|is)\b)", re.IGNORECASE)
+#: A step's receiver said at its end: "into the cardboard box".
+_SHARED_RECEIVER = re.compile(
+    r"\s((?:in|into|inside|on|onto)\s+(?:the|a|an|that|this)\s+[\w\s-]+?)\s*[.!?]?$", re.IGNORECASE)
 
 
 def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:

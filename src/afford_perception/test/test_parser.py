@@ -483,6 +483,10 @@ def test_a_sequence_is_cut_into_its_tasks(text: str) -> None:
     ("put the bell pepper in the paper box, then the soup can, and then the cube",
      [("bell_pepper", "place", "paper_box"), ("soup_can", "place", "paper_box"),
       ("cube", "place", "paper_box")]),
+    # A receiver said once, at the end, is every step's ("pack": a put verb).
+    ("pack the bell pepper, then the soup can, then the cube into the cardboard box",
+     [("bell_pepper", "place", "paper_box"), ("soup_can", "place", "paper_box"),
+      ("cube", "place", "paper_box")]),
     # Without its object: the same object.
     ("pour from the kettle into the bowl, then into the mug",
      [("kettle", "pour", "bowl"), ("kettle", "pour", "mug")]),
