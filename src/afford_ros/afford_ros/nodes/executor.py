@@ -568,8 +568,8 @@ class ExecutorNode(Node):
                 times = times + late
                 delay += late
                 self.get_logger().info(
-                    f"joint targets re-timed: the chunk came {late * 1000:.0f} ms late; the stream now "
-                    f"runs {delay * 1000:.0f} ms behind its stamps", throttle_duration_sec=1.0)
+                    f"joint targets re-timed: a chunk {late * 1000:.0f} ms short of the lead delayed; the "
+                    f"stream now runs {delay * 1000:.0f} ms behind its stamps", throttle_duration_sec=1.0)
             keep = times > _STREAM_LEAD - 1e-6
             if not keep.any():
                 late = f"was due {-times[-1]:.3f} s ago" if times[-1] <= 0 else (
