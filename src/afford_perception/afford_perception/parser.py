@@ -1269,9 +1269,10 @@ def parse(
 #: Where a sentence that asks for several tasks in turn is cut: ", then", "and then", "; ",
 #: "after that", ", next", "and finally" (a composite task: "put the banana on the plate, then
 #: put the cube in the mug"); not "next to", which says where.
-_STEP_BREAK = re.compile(r"\s*(?:[,;.]\s*|\s)(?:and\s+)?(?:then|next(?!\s+to\b)|finally|lastly|after\s+that"
-                         r"|afterwards"
+_STEP_BREAK = re.compile(r"\s*(?:[,;.]\s*|\s)(?:and\s+)?(?:then|after\s+that|afterwards"
                          r"|(?:once|when)\s+(?:that|this)(?:'s|\s+is)\s+done)\b[,\s]*"
+                         # "next" and "finally" only after a comma or "and": "the next plate" is one.
+                         r"|\s*(?:[,;.]\s*(?:and\s+)?|\s+and\s+)(?:next(?!\s+to\b)|finally|lastly)\b[,\s]*"
                          r"|\s*;\s*", re.IGNORECASE)
 #: The verb a step without one takes from the step before ("put the banana on the plate, then
 #: the cube in the mug"): the action's everyday verb.
@@ -1410,11 +1411,26 @@ _COUNT = rf"(?:{'|'.join(_COUNT_WORDS)}|[2-6])"
 #: before ("stack the two cups together", "nest the paper cups", "put them inside each other").
 _TOGETHER_CUE = re.compile(r"\b(?:together|(?:in|into|inside)\s+(?:each\s+other|one\s+another)"
                            r"|one\s+(?:inside|in|into)\s+(?:another|the\s+other))\b"
-                           r"|^(?:(?:please|could|can|would|you)\s+)*(?:stack|nest)\b"
-                           r"(?!.*\b(?:on|onto|in|into|inside|over|atop|beside|next|to\s+the)\b)")
+                           r"|^(?:(?:please|could|can|would|you)\s+)*(?:stack|nest)\b")
+#: Words that say where (a receiver, a place, a source): with one of them left once the cues
+#: above are read, the sentence is not about the things alone ("put the cubes together in the
+#: bowl", "take the banana off one plate and put it on the other").
+_WHERE = re.compile(r"\b(?:on|onto|in|into|inside|over|atop|beside|next|near|by|at|under|behind|off|from"
+                    r"|to\s+the)\b")
 #: One of two things of one kind into (or onto) "the other": "put one paper cup inside the
 #: other", "pick up one of the cups and put it into the other one".
 _THE_OTHER = re.compile(r"\b(?:in|into|inside|on|onto|on\s+top\s+of)\s+the\s+other(?:\s+one)?\s*,?$")
+
+
+def _kinds_named(low: str) -> set[str]:
+    """The object kinds a (lower-case, tokenized) sentence names, a name within a longer one
+    left out ("cups" in "paper cups")."""
+    spans: list[tuple[int, int, str]] = []
+    plural = lx.plural_phrases()
+    for cat, phrases in lx.object_phrases().items():
+        for phrase in (*phrases, *plural.get(cat, ())):
+            spans += [(m.start(), m.end(), cat) for m in re.finditer(rf"\b{re.escape(phrase)}\b", low)]
+    return {c for a, b, c in spans if not any(x <= a and b <= y and y - x > b - a for x, y, _ in spans)}
 
 
 def _step_pieces(text: str) -> list[str]:
@@ -1447,8 +1463,11 @@ def _tower(text: str, known_objects: Sequence[str] | None,
     """
     low = " ".join(lx.tokenize(text)).replace(" ,", ",")
     pair = _THE_OTHER.search(low)
-    if not (_TOWER_CUE.search(low) or _TOGETHER_CUE.search(low) or pair) or len(_step_pieces(text)) > 1:
+    tower_cue = _TOWER_CUE.search(low)
+    if not (tower_cue or _TOGETHER_CUE.search(low) or pair) or len(_step_pieces(text)) > 1:
         return None  # no tower, or several tasks in turn: each piece is read alone
+    if not tower_cue and _WHERE.search(_THE_OTHER.sub(" ", _TOGETHER_CUE.sub(" ", low))):
+        return None  # "together" or "the other" with a receiver or a place of its own
     # Each kind named, with the length of the name it was found by.
     named: dict[str, tuple[re.Match[str], int]] = {}
     singular = lx.object_phrases()
@@ -1477,6 +1496,8 @@ def _tower(text: str, known_objects: Sequence[str] | None,
     if len(named) != 1:
         return None
     (cat, (m, _)), = named.items()
+    if not tower_cue and _kinds_named(low) != {cat}:
+        return None  # "put the cube in one bowl and the banana in the other": not a stack
     if known_objects is not None and cat not in known_objects:
         # "cup" is a mug, but in a scene of paper cups and no mug it can only mean those.
         head = m.group(0).split()[-1]
@@ -1645,6 +1666,8 @@ def parse_steps(
         # at the end, is every step's; the first step takes it when it names none (the later
         # ones then take the step before's).
         shared = _SHARED_RECEIVER.search(pieces[-1])
+        if shared is not None and not all(_verbless(p) for p in pieces[1:]):
+            shared = None  # a later step with a verb of its own says its own receiver
         for k, piece in enumerate(pieces, 1):
             tower = _tower(piece, known_objects, config) or _several(piece, known_objects, config)
             if tower is not None:
@@ -1678,6 +1701,13 @@ def parse_steps(
 
 
 _IT = re.compile(r"\b(?:it|that)\b(?!\s*(?:'s|is)\b)", re.IGNORECASE)
+def _verbless(piece: str) -> bool:
+    """Whether a step says no action of its own: it starts with the thing ("the soup can", "the
+    cube into the box"), not a verb ("put the cube in the mug")."""
+    return re.match(r"^(?:the|a|an|this|that|these|those|both|all|each|every|one)\b", piece.strip(),
+                    re.IGNORECASE) is not None
+
+
 #: A step's receiver said at its end: "into the cardboard box".
 _SHARED_RECEIVER = re.compile(
     r"\s((?:in|into|inside|on|onto)\s+(?:the|a|an|that|this)\s+[\w\s-]+?)\s*[.!?]?$", re.IGNORECASE)

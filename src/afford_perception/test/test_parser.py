@@ -570,13 +570,38 @@ def test_cups_stacked_with_no_receiver_nest_one_in_the_other(text: str, known: l
 
 
 def test_next_to_says_where_not_when() -> None:
-    """'next' cuts a sequence; 'next to' is a place beside something, refused as before."""
+    """', next' cuts a sequence; 'next to' is a place beside something, refused as before, and
+    'the next plate' is one plate."""
     from afford_perception.parser import _step_pieces
 
-    assert _step_pieces("put the cube on the plate next to the banana") == [
-        "put the cube on the plate next to the banana"]
+    for whole in ("put the cube on the plate next to the banana", "put the three cubes on the next plate",
+                  "put the cube on the plate next the banana"):
+        assert _step_pieces(whole) == [whole]
     assert _step_pieces("put the cube on the plate, next the banana") == [
         "put the cube on the plate", "the banana"]
+    assert _step_pieces("put the cube on the plate and finally the banana") == [
+        "put the cube on the plate", "the banana"]
+
+
+@pytest.mark.parametrize("text", [
+    # A receiver said by a later step with a verb of its own is that step's only.
+    "put the banana away, then put the cube in the mug",
+    "stack the cube, then put the banana on the plate",
+    # "The other" of a receiver, not of the thing moved.
+    "take the banana off one plate and put it on the other",
+    "put the cube in one bowl and the banana in the other",
+    "pick up the cube from one bowl and put it into the other one",
+    # "Together" with a receiver or a place of its own is no stack of the things alone.
+    "put the cubes together in the bowl",
+    "put the two cubes together on the plate",
+    "stack the cubes near the plate",
+])
+def test_what_is_not_a_stack_or_a_shared_receiver_is_not_read_as_one(text: str) -> None:
+    """Each was refused before those readings existed, and still is: never a guessed task."""
+    from afford_perception.parser import parse_steps
+
+    with pytest.raises(TaskParseError):
+        parse_steps(text, config=NO_EMBEDDINGS)
 
 
 def test_a_tower_sentence_among_steps_is_one_of_them() -> None:
