@@ -142,10 +142,12 @@ def remaining_trajectory(
 
 _STREAM_LEAD = 0.02
 """Seconds ahead a streamed target must be to be taken (a control period at 50 Hz)."""
-_MAX_STREAM_DELAY = 0.5
+_MAX_STREAM_DELAY = 0.25
 """A stream runs at most this far (s) behind its senders' stamps: a chunk that comes late is
 re-timed (delayed whole, with every later chunk of its stream) up to this; past it, its overdue
-targets are dropped (the default stream_timeout_s: a longer silence ends a stream anyway)."""
+targets are dropped. Under the policy node's ``RESYNC_S`` (0.3 s), after which it starts a chunk
+from the measured arm: a stream delayed longer would still be moving the arm then, and that
+chunk would start short of where the running one sends it."""
 _POLL_PERIOD = 0.01  # s between looks at a running trajectory (stop, cancel, progress)
 _STOP_FIRST = "a stop came after it was checked"
 _STALLED = "this process stalled between its checks and its start"
