@@ -81,7 +81,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
@@ -754,11 +754,9 @@ class _Parser:
         it can only mean the paper cup)."""
         if cat in self.scope:
             return cat
-        head = name.split()[-1]
-        phrases = lx.object_phrases()
-        heads = [c for c in self.scope if any(p.split()[-1] == head for p in phrases[c])]
-        if len(heads) == 1:
-            return heads[0]
+        kind = _head_kind(name.split()[-1], self.scope)
+        if kind is not None:
+            return kind
         raise self.fail(ParseErrorKind.NOT_IN_SCENE,
                         f"'{words}' ({_human(cat)}) in '{self.text}' is not in the scene; "
                         f"{self._known_objects_note()}")
@@ -1422,15 +1420,26 @@ _WHERE = re.compile(r"\b(?:on|onto|in|into|inside|over|atop|beside|next|near|by|
 _THE_OTHER = re.compile(r"\b(?:in|into|inside|on|onto|on\s+top\s+of)\s+the\s+other(?:\s+one)?\s*,?$")
 
 
+def _head_kind(head: str, scope: Iterable[str]) -> str | None:
+    """The one category in ``scope`` that ``head`` is the head noun of (the last word of one of
+    its names: "cup" of a paper cup, "cups" of paper cups), or None when none or several are."""
+    phrases = lx.object_phrases()
+    kinds = [c for c in dict.fromkeys(scope) if any(p.split()[-1] == head for p in phrases[c])]
+    return kinds[0] if len(kinds) == 1 else None
+
+
+def _outermost(found: Sequence[tuple[int, int, int, str]]) -> list[str]:
+    """The kinds of ``found`` (start, end, name length, kind) whose span no longer-named span
+    holds: a name within a longer one is not another thing ("cups" in "paper cups")."""
+    return [c for a, b, n, c in found if not any(x <= a and b <= y and k > n for x, y, k, _ in found)]
+
+
 def _kinds_named(low: str) -> set[str]:
     """The object kinds a (lower-case, tokenized) sentence names, a name within a longer one
-    left out ("cups" in "paper cups")."""
-    spans: list[tuple[int, int, str]] = []
-    plural = lx.plural_phrases()
-    for cat, phrases in lx.object_phrases().items():
-        for phrase in (*phrases, *plural.get(cat, ())):
-            spans += [(m.start(), m.end(), cat) for m in re.finditer(rf"\b{re.escape(phrase)}\b", low)]
-    return {c for a, b, c in spans if not any(x <= a and b <= y and y - x > b - a for x, y, _ in spans)}
+    left out."""
+    return set(_outermost([(m.start(), m.end(), len(phrase), cat)
+                           for cat, phrases in lx.object_phrases().items() for phrase in phrases
+                           for m in re.finditer(rf"\b{re.escape(phrase)}\b", low)]))
 
 
 def _step_pieces(text: str) -> list[str]:
@@ -1490,20 +1499,15 @@ def _tower(text: str, known_objects: Sequence[str] | None,
                 if (m := re.search(rf"\bone\s+(?:of\s+the\s+)?(?:\w+\s+)?{re.escape(phrase)}\b", low)):
                     named[cat] = (m, len(phrase))
                     break
-    # A name within a longer one is not another thing: "cups" in "paper cups".
-    named = {c: (m, n) for c, (m, n) in named.items()
-             if not any(o.start() <= m.start() and m.end() <= o.end() and k > n for o, k in named.values())}
-    if len(named) != 1:
+    kinds = _outermost([(m.start(), m.end(), n, c) for c, (m, n) in named.items()])
+    if len(kinds) != 1:
         return None
-    (cat, (m, _)), = named.items()
+    cat, m = kinds[0], named[kinds[0]][0]
     if not tower_cue and _kinds_named(low) != {cat}:
         return None  # "put the cube in one bowl and the banana in the other": not a stack
     if known_objects is not None and cat not in known_objects:
         # "cup" is a mug, but in a scene of paper cups and no mug it can only mean those.
-        head = m.group(0).split()[-1]
-        heads = [c for c in dict.fromkeys(known_objects)
-                 if any(p.split()[-1] == head for p in (*singular[c], *lx.plural_phrases().get(c, ())))]
-        cat = heads[0] if len(heads) == 1 else cat
+        cat = _head_kind(m.group(0).split()[-1], known_objects) or cat
     say = cat.replace("_", " ")
     if known_objects is not None and cat not in known_objects:
         raise TaskParseError(f"there is no {say} in the scene to stack ('{text}'); objects in the scene: "
