@@ -61,12 +61,14 @@ def test_hand_opens_to_its_stroke_and_closes(arm: tuple[BatchWorld, RobotModel])
 
 
 @pytest.mark.parametrize("robot", [a for a in ARMS if a != "fr3"])
-def test_home_holds_the_tcp_35_cm_above_the_table(robot: str) -> None:
-    """The robosuite arms' homes were solved with the planner's IK for the TCP at (0.45, 0, 0.35),
-    pointing down (HOME_TCP_ROTATION); the FR3 keeps Franka's ready pose."""
+def test_home_holds_the_tcp_where_the_fr3_holds_it(robot: str) -> None:
+    """The robosuite arms' homes were solved with the planner's IK for the TCP where Franka's
+    ready pose puts the FR3's, pointing down (HOME_TCP_ROTATION): every arm starts a scene
+    from the same TCP pose, up and back out of the tasks' camera views."""
     model = RobotModel(robot)
     home = model.fk(model.q_home)
-    np.testing.assert_allclose(home[:3, 3], [0.45, 0.0, 0.35], atol=1e-3)
+    fr3 = RobotModel("fr3")
+    np.testing.assert_allclose(home[:3, 3], fr3.fk(fr3.q_home)[:3, 3], atol=1e-3)
     np.testing.assert_allclose(home[:3, :3], HOME_TCP_ROTATION, atol=1e-3)
 
 

@@ -41,9 +41,11 @@ KINOVA3 = RobotDescription(
     name="kinova3",
     title="Kinova Gen3 7-DoF + Robotiq 2F-85 (robosuite's models)",
     arm_joints=_ARM_JOINTS,
-    # The TCP 35 cm above the table at (0.45, 0, 0.35), pointing down with the fingers closing
-    # along world y (HOME_TCP_ROTATION); solved with the planner's IK (see docs/adding_a_robot.md).
-    home=(-0.06, 0.3283, 0.007, 1.3107, -0.0023, 1.5027, -1.624),
+    # The TCP where the FR3's ready pose puts it, (0.307, 0, 0.487), pointing down with the
+    # fingers closing along world y (HOME_TCP_ROTATION); solved with the planner's IK (see
+    # docs/adding_a_robot.md). Up and back, out of the tasks' camera views: at (0.45, 0, 0.35)
+    # the hand stood in front of the microwave's handle in its camera's view.
+    home=(-0.0792, 0.0138, -0.0019, 1.256, 0.0, 1.8718, -1.6519),
     base_link="robot0_fixed_base_link",
     flange_frame="robot0_right_hand",
     tcp_frame="robot0_tcp",

@@ -85,9 +85,11 @@ PANDA = RobotDescription(
     name="panda",
     title="Franka Emika Panda + Panda gripper (robosuite's models)",
     arm_joints=_ARM_JOINTS,
-    # The TCP 35 cm above the table at (0.45, 0, 0.35), pointing down with the fingers closing
-    # along world y (HOME_TCP_ROTATION); solved with the planner's IK (see docs/adding_a_robot.md).
-    home=(-0.0001, -0.302, 0.0001, -2.3666, 0.0, 2.0645, 0.7859),
+    # The TCP where the FR3's ready pose puts it, (0.307, 0, 0.487), pointing down with the
+    # fingers closing along world y (HOME_TCP_ROTATION); solved with the planner's IK (see
+    # docs/adding_a_robot.md). Up and back, out of the tasks' camera views: at (0.45, 0, 0.35)
+    # the hand stood in front of the microwave's handle in its camera's view.
+    home=(-0.0001, -0.7917, 0.0001, -2.3868, 0.0, 1.5951, 0.7858),
     base_link="robot0_link0",
     flange_frame="robot0_right_hand",
     tcp_frame="robot0_tcp",

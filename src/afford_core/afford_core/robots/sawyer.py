@@ -142,9 +142,11 @@ SAWYER = RobotDescription(
     name="sawyer",
     title="Rethink Sawyer + Rethink electric gripper (robosuite's models)",
     arm_joints=_ARM_JOINTS,
-    # The TCP 35 cm above the table at (0.45, 0, 0.35), pointing down with the fingers closing
-    # along world y (HOME_TCP_ROTATION); solved with the planner's IK (see docs/adding_a_robot.md).
-    home=(0.3605, -1.1632, -0.9505, 1.707, 0.3519, 1.2101, -2.0742),
+    # The TCP where the FR3's ready pose puts it, (0.307, 0, 0.487), pointing down with the
+    # fingers closing along world y (HOME_TCP_ROTATION); solved with the planner's IK (see
+    # docs/adding_a_robot.md). Up and back, out of the tasks' camera views: at (0.45, 0, 0.35)
+    # the hand stood in front of the microwave's handle in its camera's view.
+    home=(0.7014, -1.4166, -1.266, 1.5306, 0.1471, 1.5644, -1.9584),
     base_link="robot0_right_arm_base_link",
     flange_frame="robot0_right_hand",
     tcp_frame="robot0_tcp",

@@ -39,9 +39,11 @@ UR5E = RobotDescription(
     name="ur5e",
     title="Universal Robots UR5e + Robotiq 2F-85 (robosuite's models)",
     arm_joints=_ARM_JOINTS,
-    # Elbow up, the TCP 35 cm above the table at (0.45, 0, 0.35), pointing down with the
-    # fingers closing along world y (HOME_TCP_ROTATION).
-    home=(-0.3024, -1.7179, 1.6953, -1.5481, -1.5708, -1.8732),
+    # Elbow up, the TCP where the FR3's ready pose puts it, (0.307, 0, 0.487), pointing down with the
+    # fingers closing along world y (HOME_TCP_ROTATION); solved with the planner's IK (see
+    # docs/adding_a_robot.md). Up and back, out of the tasks' camera views: at (0.45, 0, 0.35)
+    # the hand stood in front of the microwave's handle in its camera's view.
+    home=(-0.4517, -1.99, 1.5184, -1.0992, -1.5708, -2.0225),
     base_link="robot0_fixed_base_link",
     flange_frame="robot0_right_hand",
     tcp_frame="robot0_tcp",

@@ -136,9 +136,11 @@ XARM7 = RobotDescription(
     name="xarm7",
     title="UFACTORY xArm7 + xArm Gripper (robosuite's models)",
     arm_joints=_ARM_JOINTS,
-    # The TCP 35 cm above the table at (0.45, 0, 0.35), pointing down with the fingers closing
-    # along world y (HOME_TCP_ROTATION); solved with the planner's IK (see docs/adding_a_robot.md).
-    home=(0.0, -0.0999, 0.0, 1.2789, 0.0, 1.3788, 3.1416),
+    # The TCP where the FR3's ready pose puts it, (0.307, 0, 0.487), pointing down with the
+    # fingers closing along world y (HOME_TCP_ROTATION); solved with the planner's IK (see
+    # docs/adding_a_robot.md). Up and back, out of the tasks' camera views: at (0.45, 0, 0.35)
+    # the hand stood in front of the microwave's handle in its camera's view.
+    home=(0.0, -0.4577, 0.0, 1.3587, 0.0, 1.8164, 3.1416),
     base_link="robot0_base",
     flange_frame="robot0_right_hand",
     tcp_frame="robot0_tcp",
