@@ -334,6 +334,8 @@ def _sim_nodes(graph: str) -> tuple[NodeSpec, ...]:
 _SIM_ARGUMENTS = (
     LaunchArgument("task", "sim_world", "task", "task id whose scene the world builds (afford tasks)"),
     LaunchArgument("seed", "sim_world", "seed", "scene seed"),
+    LaunchArgument("randomize", "sim_world", "randomize",
+                   "domain randomization of the scenes: none, table1, visual, or axes (texture,lighting,...)"),
     LaunchArgument("auto_approve", "task_server", "auto_approve", "approve trials automatically (sim only)"),
 )
 

@@ -35,6 +35,7 @@ NODE_PARAMETERS: dict[str, set[str]] = {
         "publish_ground_truth",
         "policy_camera_width",
         "policy_camera_height",
+        "randomize",
     },
     "camera": {"serial", "bag_file", "width", "height", "fps", "extrinsics"},
     "perception": {"grounding", "segmentation", "sam_checkpoint", "max_frame_age_s", "frame_wait_s"},

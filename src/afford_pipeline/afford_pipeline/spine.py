@@ -235,9 +235,8 @@ def task_world(task_id: str, seed: int, robot: str = DEFAULT_ROBOT,
 
     ``randomize``: domain randomization (``afford_sim.randomization.DOMAINS``: a preset, or a
     comma list of them); its draw is ``world.domain``. The visual axes never move objects."""
-    from afford_sim.randomization import domain_randomization, randomize_scene, widen_windows
-    from afford_sim.scene import sample_scene
-    from afford_sim.tasks import CompositeTask, get_task
+    from afford_sim.randomization import domain_randomization, place_randomized
+    from afford_sim.tasks import get_task, manipulated_objects
     from afford_sim.world import BatchWorld
 
     dr = domain_randomization(randomize)
@@ -245,9 +244,7 @@ def task_world(task_id: str, seed: int, robot: str = DEFAULT_ROBOT,
     spec = dataclasses.replace(task.scene(seed), robot=robot, robot_q=())
     if cameras:
         spec = dataclasses.replace(spec, cameras=(*spec.cameras, *cameras))
-    steps = task.subtasks() if isinstance(task, CompositeTask) else [task]
-    spec = widen_windows(spec, dr, {t.target_name for t in steps})
-    placed, draw = randomize_scene(sample_scene(spec, seed=seed), dr)
+    placed, draw = place_randomized(spec, seed, dr, manipulated_objects(task))
     return BatchWorld(placed, domain=draw)
 
 

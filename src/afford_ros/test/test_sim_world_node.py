@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
@@ -220,3 +222,76 @@ def test_sigint_ends_cleanly(node_proc: subprocess.Popen[bytes]) -> None:
         and "Z" not in (Path(f"/proc/{k}/stat").read_text().rsplit(")", 1)[1].split()[0])
     ]
     assert not alive, f"children left: {alive}"
+
+
+def test_a_randomized_node_publishes_the_batch_worlds_draw() -> None:
+    """``randomize`` dresses every scene as the batch world dresses it for the same task, seed
+    and preset: the camera stands where the draw moved it (the extrinsics perception projects
+    with), the images carry pixel noise, and the draw is said at start and on each reset, so a
+    trial's record can hold it. A node of its own (the module's has stopped by now), on a domain
+    and an address of its own."""
+    from afford_sim.franky_world import dressed_scene
+
+    domain = str(int(DOMAIN) + 100)
+    host = f"127.4.{os.getpid() % 250 + 1}.{(os.getpid() // 250) % 250 + 1}"
+    env = {**os.environ, "ROS_DOMAIN_ID": domain}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "afford_ros.nodes.sim_world", "--ros-args", "-p", f"hostname:={host}",
+         "-p", "task:=pick-cube-v1", "-p", "seed:=0", "-p", "width:=320", "-p", "height:=240",
+         "-p", "fps:=15.0", "-p", "randomize:=visual"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    old_domain = os.environ.get("ROS_DOMAIN_ID")
+    os.environ["ROS_DOMAIN_ID"] = domain
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node("sim_world_randomized_probe", context=context)
+    try:
+        got: dict[str, list[Any]] = {}
+        subs = [
+            node.create_subscription(TYPES[t.type], t.name,
+                                     lambda m, n=t.name: got.setdefault(n, []).append(m), qos_profile(t.qos))
+            for t in contract.TOPICS if t.name in ("/camera/color/image_raw", "/camera/extrinsics")
+        ]
+        executor = rclpy.executors.SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        end = time.monotonic() + 90.0
+        while time.monotonic() < end and not (len(got.get("/camera/color/image_raw", [])) >= 3
+                                               and got.get("/camera/extrinsics")):
+            executor.spin_once(timeout_sec=0.05)
+        assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+        assert got.get("/camera/extrinsics") and len(got.get("/camera/color/image_raw", [])) >= 3, sorted(got)
+        _, placed, draw = dressed_scene("pick-cube-v1", 0, "visual")
+        assert draw is not None and draw.noise_std > 0 and draw.cameras
+        want = placed.spec.cameras[0].extrinsics()[:3, 3]
+        ext = got["/camera/extrinsics"][-1].pose.position
+        assert (ext.x, ext.y, ext.z) == pytest.approx(tuple(want), abs=1e-4)
+        assert (ext.x, ext.z) != pytest.approx((1.2, 0.9), abs=1e-3)  # moved from the task's camera
+        # The arm holds still: two frames differ by the pixel noise, drawn afresh for each.
+        a, b = (msg_to_image(m).astype(int) for m in got["/camera/color/image_raw"][-2:])
+        assert 0.5 * draw.noise_std < np.abs(a - b).mean() < 4 * draw.noise_std
+        for sub in subs:
+            node.destroy_subscription(sub)
+        client = node.create_client(ResetScene, "/sim_world/reset")
+        assert client.wait_for_service(timeout_sec=30.0)
+        future = client.call_async(ResetScene.Request(task_id="pick-cube-v1", seed=1))
+        executor.spin_until_future_complete(future, timeout_sec=30.0)
+        res = future.result()
+        assert res is not None and res.success, res
+        said = json.loads(res.message.split("domain randomization: ", 1)[1])
+        assert said == dressed_scene("pick-cube-v1", 1, "visual")[2].as_dict()  # type: ignore[union-attr]
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+        if old_domain is None:
+            os.environ.pop("ROS_DOMAIN_ID", None)
+        else:
+            os.environ["ROS_DOMAIN_ID"] = old_domain
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    log = proc.stdout.read().decode() if proc.stdout else ""
+    assert "domain randomization: {" in log, log[-2000:]

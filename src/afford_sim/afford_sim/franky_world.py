@@ -65,9 +65,10 @@ from afford_sim.mjcf import (
     add_table,
     hand_camera_pose,
 )
+from afford_sim.randomization import DomainDraw, apply_look, domain_randomization, place_randomized
 from afford_sim.robots.fr3 import FINGER_FRICTIONLOSS
-from afford_sim.scene import CameraSpec, PlacedScene, sample_scene
-from afford_sim.tasks import Check, Task, get_task
+from afford_sim.scene import CameraSpec, PlacedScene
+from afford_sim.tasks import Check, Task, get_task, manipulated_objects
 from afford_sim.world import BatchWorld, WorldConfig
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,12 @@ class FrankyWorldConfig:
             Needs CAP_SYS_NICE or an rtprio limit (``ulimit -r``); otherwise ``loop_nice``.
         extra_cameras: Cameras added to every scene after the task's own (a policy's front and
             wrist cameras, :mod:`afford_sim.policy_cameras`); hand-mounted ones ride on the hand.
+        randomize: Domain randomization of every scene (:data:`afford_sim.randomization.DOMAINS`:
+            a preset, or a comma list of them; ``none`` by default): the batch world's draw for
+            the same task, seed and preset (object pose, textures, lighting, background, camera
+            pose, pixel noise), so the graph can be tried under the looks a policy or a data set
+            was made with. The pixel noise is added by whoever publishes the images
+            (:attr:`SceneInfo.domain`).
     """
 
     hostname: str = "127.0.0.1"
@@ -130,8 +137,10 @@ class FrankyWorldConfig:
     loop_nice: int = -10
     loop_rt_priority: int = 10
     extra_cameras: tuple[CameraSpec, ...] = ()
+    randomize: str = "none"
 
     def __post_init__(self) -> None:
+        domain_randomization(self.randomize)  # KeyError listing the presets
         if not self.hostname:
             raise ValueError("hostname must not be empty")
         if not 0.01 <= self.realtime_factor <= 10.0:
@@ -246,10 +255,29 @@ def scene_for(task_id: str, seed: int) -> tuple[Task, PlacedScene]:
         KeyError: no task has that id (the message lists them).
         ValueError: a negative seed, or the scene cannot be placed.
     """
+    task, placed, _ = dressed_scene(task_id, seed)
+    return task, placed
+
+
+def dressed_scene(task_id: str, seed: int, randomize: str = "none",
+                  cameras: Sequence[CameraSpec] = ()) -> tuple[Task, PlacedScene, DomainDraw | None]:
+    """The task, its placed scene for ``seed`` with ``cameras`` added to its own, and the
+    domain randomization's draw (None with ``randomize="none"``): the batch world's
+    (``afford_pipeline.spine.task_world``) for the same arguments.
+
+    Raises:
+        KeyError: no task has that id, or no preset has that name (the messages list them).
+        ValueError: a negative seed, or the scene cannot be placed.
+    """
     if seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
+    dr = domain_randomization(randomize)
     task = get_task(task_id)
-    return task, sample_scene(task.scene(seed), seed=seed)
+    spec = task.scene(seed)
+    if cameras:
+        spec = dataclasses.replace(spec, cameras=(*spec.cameras, *cameras))
+    placed, draw = place_randomized(spec, seed, dr, manipulated_objects(task))
+    return task, placed, draw
 
 
 def perception_camera(placed: PlacedScene, size: tuple[int, int] | None = None) -> CameraSpec:
@@ -267,8 +295,10 @@ def perception_camera(placed: PlacedScene, size: tuple[int, int] | None = None) 
     return dataclasses.replace(cam, width=int(size[0]), height=int(size[1]))
 
 
-def _scene_elements(placed: PlacedScene, cameras: Sequence[CameraSpec], config: ModelConfig) -> ET.Element:
-    # The objects go through the batch world's builder (MjSpec), then into franky-sim's XML tree.
+def _scene_elements(placed: PlacedScene, cameras: Sequence[CameraSpec], config: ModelConfig,
+                    domain: DomainDraw | None = None) -> ET.Element:
+    # The objects go through the batch world's builder (MjSpec), then into franky-sim's XML tree;
+    # so does a domain randomization's look (the batch world's apply_look on the same builder).
     spec = mujoco.MjSpec()
     add_table(spec, placed, dataclasses.replace(config, floor=False))
     for obj in placed.objects:
@@ -276,6 +306,9 @@ def _scene_elements(placed: PlacedScene, cameras: Sequence[CameraSpec], config: 
     for cam in cameras:
         if cam.mount != "tcp":  # hand-mounted ones go into franky-sim's hand (build_scene_tree)
             add_camera(spec, cam)
+    if domain is not None:
+        table = placed.spec.table
+        apply_look(spec, domain, placed.names, floor_z=table.top_z - table.height)
     return ET.fromstring(spec.to_xml())
 
 
@@ -303,12 +336,15 @@ def _rename_robot_geoms(worldbody: ET.Element) -> None:
 
 
 def build_scene_tree(
-    placed: PlacedScene, cameras: Sequence[CameraSpec], config: FrankyWorldConfig
+    placed: PlacedScene, cameras: Sequence[CameraSpec], config: FrankyWorldConfig,
+    domain: DomainDraw | None = None,
 ) -> tuple[ET.Element, GraspingRobot]:
     """franky-sim's FR3 scene with ``placed`` grafted in, and the robot it was built for.
 
     Only the XML is built here (a throwaway :class:`SceneSimulator` makes franky-sim's tree);
-    the returned robot starts at the scene's ``robot_q`` with the fingers open.
+    the returned robot starts at the scene's ``robot_q`` with the fingers open. ``domain``
+    dresses it as the batch world dresses the same scene (``randomization.apply_look``):
+    textures, floor, table and walls, lights and ambient; the cameras come already moved.
     """
     model_cfg = config.model
     sim = SceneSimulator()
@@ -351,10 +387,13 @@ def build_scene_tree(
             geom.attrib.pop("material", None)
             geom.attrib.update(name="floor", pos=f"0 0 {table.top_z - table.height}", size="0 0 0.05",
                                rgba=fmt(map(str, FLOOR_RGBA)))
+            if domain is not None and domain.surfaces:
+                geom.attrib.update(material="dr/floor", rgba="1 1 1 1")
     for light in worldbody.findall("light"):
         worldbody.remove(light)
-    ET.SubElement(worldbody, "light", name="top", pos=fmt(map(str, TOP_LIGHT_POS)), dir="0 0 -1",
-                  castshadow="false", diffuse=fmt(map(str, TOP_LIGHT_DIFFUSE)))
+    if domain is None or not domain.lights:  # drawn lights come with the graft
+        ET.SubElement(worldbody, "light", name="top", pos=fmt(map(str, TOP_LIGHT_POS)), dir="0 0 -1",
+                      castshadow="false", diffuse=fmt(map(str, TOP_LIGHT_DIFFUSE)))
     option = root.find("option")
     if option is None:
         option = ET.SubElement(root, "option")
@@ -365,8 +404,11 @@ def build_scene_tree(
     if headlight is None:
         headlight = ET.SubElement(visual, "headlight")
     headlight.attrib.clear()  # MuJoCo's defaults but these, as the batch world
-    headlight.attrib.update(ambient=fmt(map(str, HEADLIGHT_AMBIENT)),
-                            diffuse=fmt(map(str, HEADLIGHT_DIFFUSE)))
+    ambient, diffuse = HEADLIGHT_AMBIENT, HEADLIGHT_DIFFUSE
+    if domain is not None and domain.lights:  # apply_look's levels
+        level = float(domain.ambient or 0.0)
+        ambient, diffuse = (level,) * 3, (0.5 * level,) * 3
+    headlight.attrib.update(ambient=fmt(map(str, ambient)), diffuse=fmt(map(str, diffuse)))
     quality = visual.find("quality")
     if quality is not None:
         quality.attrib["offsamples"] = "0"
@@ -376,7 +418,15 @@ def build_scene_tree(
         offwidth=str(max(640, *(c.width for c in cameras))),
         offheight=str(max(480, *(c.height for c in cameras))),
     )
-    graft = _scene_elements(placed, cameras, model_cfg)
+    graft = _scene_elements(placed, cameras, model_cfg, domain)
+    # The background's walls stand far out; MuJoCo scales the cameras' near and far planes with
+    # the model's extent, so they join after the extent is taken without them (as apply_look
+    # keeps the batch world's), and the depth images stay as they are without randomization.
+    walls = [g for g in graft.iter("geom") if g.attrib.get("name", "").startswith("floor/wall/")]
+    graft_body = graft.find("worldbody")
+    for wall in walls:
+        assert graft_body is not None
+        graft_body.remove(wall)
     asset = root.find("asset")
     assert asset is not None
     for tag, dest in (("asset", asset), ("worldbody", worldbody)):
@@ -387,6 +437,14 @@ def build_scene_tree(
     section = graft.find("contact")
     if contact is not None and section is not None:
         contact.extend(list(section))
+    if walls:
+        stat = mujoco.MjModel.from_xml_string(ET.tostring(root, encoding="unicode")).stat
+        statistic = root.find("statistic")
+        if statistic is None:
+            statistic = ET.SubElement(root, "statistic")
+        statistic.attrib.update(extent=repr(float(stat.extent)),
+                                center=fmt(repr(float(v)) for v in stat.center))
+        worldbody.extend(walls)
     return root, robot
 
 
@@ -629,6 +687,8 @@ class SceneInfo:
         camera: The perception camera as rendered.
         objects: Object names in segmentation order (index 1 is the first).
         generation: Counts resets; state copies carry it so a reader never mixes two models.
+        domain: The domain randomization's draw (None: none); its ``noise_std`` is for the
+            publisher of the images to add (seeded by ``domain.seed`` and ``NOISE_SALT``).
     """
 
     task_id: str
@@ -639,6 +699,7 @@ class SceneInfo:
     camera: CameraSpec
     objects: tuple[str, ...]
     generation: int
+    domain: DomainDraw | None = None
 
 
 class FrankyWorld:
@@ -708,10 +769,11 @@ class FrankyWorld:
         self._sinks.append(sink)
 
     def _prepare(self, task_id: str, seed: int) -> tuple[SceneInfo, ET.Element, GraspingRobot]:
-        task, placed = scene_for(task_id, seed)
+        # The extra cameras join before the draw, as the batch world's (task_world's cameras).
+        task, placed, domain = dressed_scene(task_id, seed, self.config.randomize, self.config.extra_cameras)
         cam = perception_camera(placed, self.config.camera_size)
-        cameras = [cam, *placed.spec.cameras[1:], *self.config.extra_cameras]
-        tree, robot = build_scene_tree(placed, cameras, self.config)
+        cameras = [cam, *placed.spec.cameras[1:]]
+        tree, robot = build_scene_tree(placed, cameras, self.config, domain)
         xml = ET.tostring(tree, encoding="unicode")
         mujoco.MjModel.from_xml_string(xml)  # fail here, before the running world is touched
         info = SceneInfo(
@@ -723,6 +785,7 @@ class FrankyWorld:
             camera=cam,
             objects=tuple(placed.names),
             generation=self._generation + 1,
+            domain=domain,
         )
         return info, tree, robot
 

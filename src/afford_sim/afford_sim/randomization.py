@@ -47,7 +47,7 @@ import mujoco
 import numpy as np
 
 from afford_core.registry import Registry
-from afford_sim.scene import CameraSpec, PlacedScene, SceneSpec, Window
+from afford_sim.scene import CameraSpec, PlacedScene, SceneSpec, Window, sample_scene
 
 #: The axes a preset switches on, in the order the seed lists them (camera added by the issue).
 AXES: tuple[str, ...] = ("pose", "texture", "lighting", "background", "camera", "noise")
@@ -559,3 +559,15 @@ def randomize_scene(placed: PlacedScene, dr: DomainRandomization) -> tuple[Place
         spec = dataclasses.replace(placed.spec, cameras=jitter_cameras(placed.spec.cameras, draw))
         placed = dataclasses.replace(placed, spec=spec)
     return placed, draw
+
+
+def place_randomized(spec: SceneSpec, seed: int, dr: DomainRandomization,
+                     manipulated: Iterable[str]) -> tuple[PlacedScene, DomainDraw | None]:
+    """The scene a task's ``spec`` gives for ``seed`` under ``dr``, and the draw: the pose axis
+    widens the windows of the ``manipulated`` objects, the scene is placed, then the visual
+    axes are drawn. Every world builds a task's scene through here (the batch world, franky-sim
+    behind the sim graph), so one seed and one preset give the same scene and the same look in
+    both."""
+    placed = sample_scene(widen_windows(spec, dr, manipulated), seed=seed)
+    return randomize_scene(placed, dr)
+

@@ -1267,6 +1267,14 @@ class TowerTask(CompositeTask):
         return _scene(*objects)
 
 
+def manipulated_objects(task: Task) -> list[str]:
+    """The scene objects ``task`` moves by hand (each step's target, for a composite): the ones
+    a domain randomization's pose axis moves (AffordSim's "the manipulated object's initial
+    pose")."""
+    steps = task.subtasks() if isinstance(task, CompositeTask) else [task]
+    return list(dict.fromkeys(t.target_name for t in steps))
+
+
 def pour_part(target: str) -> str:
     """The part a container pours from: the first of its parts that affords ``pour_out``."""
     parts = category(target).parts_with("pour_out")

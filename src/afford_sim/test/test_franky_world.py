@@ -21,6 +21,7 @@ from afford_sim.franky_world import (  # noqa: E402
     FrankyWorldConfig,
     LoopTiming,
     build_scene_tree,
+    dressed_scene,
     final_stage,
     realtime_priority,
     scene_for,
@@ -328,5 +329,61 @@ def test_the_policy_cameras_show_the_batch_worlds_picture() -> None:
             assert graph[name].shape == image.shape == (48, 48, 3)
             diff = np.abs(graph[name].astype(int) - image.astype(int)).mean()
             assert diff < 2.0, f"{name}: mean difference {diff:.1f} of 255"
+    finally:
+        batch.close()
+
+
+def test_a_randomized_scene_shows_the_batch_worlds_look() -> None:
+    """Domain randomization on the graph (sim_world's ``randomize``): franky-sim's scene must
+    be the batch world's draw for the same task, seed and preset (the objects where the batch
+    world puts them, the same textures, lights, background and moved cameras), so a policy
+    trained on randomized batch-world data is tried under the looks it was trained on. The
+    background's far walls must not move the cameras' clip planes either (MuJoCo scales them
+    with the model's extent: with the walls counted, the wrist camera lost the fingers)."""
+    from afford_pipeline.spine import task_world
+    from afford_sim.policy_cameras import SCENE_CAMERAS, policy_cameras
+
+    task, seed, size, preset = "place-banana-plate-v1", 3, (48, 48), "texture,lighting,background,camera"
+    cams = policy_cameras(*size)
+    _, placed, draw = dressed_scene(task, seed, preset, cams)
+    assert draw is not None and draw.lights and draw.surfaces and draw.parts and draw.cameras
+    host = f"127.3.{os.getpid() % 250 + 1}.{(os.getpid() // 250) % 250 + 1}"
+    w = FrankyWorld(FrankyWorldConfig(hostname=host, extra_cameras=cams, randomize=preset))
+    info = w.start(task, seed=seed)
+    try:
+        _, _, qpos = w.state()
+    finally:
+        w.stop()
+    assert info.domain == draw
+    model = mujoco.MjModel.from_xml_string(info.xml)
+    assert model.geom("floor").matid == model.material("dr/floor").id
+    lights = [model.light(i).name for i in range(model.nlight)]
+    assert lights == [f"dr/light/{k}" for k in range(len(draw.lights))]
+    cam = placed.spec.cameras[0]
+    width, height = cam.width, cam.height
+    cfg = RenderConfig(width=width, height=height, extra_cameras=tuple(SCENE_CAMERAS.values()),
+                       extra_size=size)
+    r = SceneRenderer(info.xml, info.camera.name, info.objects, cfg)
+    try:
+        rgb, depth, _, _, pose = r.render(qpos)
+        graph = r.render_extra()
+    finally:
+        r.close()
+    batch = task_world(task, seed, "fr3", cams, randomize=preset)
+    try:
+        assert batch.domain == draw
+        np.testing.assert_allclose(pose, batch.placed.spec.cameras[0].extrinsics(), atol=1e-6)
+        seen = batch.render(cam.name, segmentation=False)
+        assert rgb.shape == seen.rgb.shape
+        diff = np.abs(rgb.astype(int) - seen.rgb.astype(int)).mean()
+        assert diff < 3.0, f"perception camera: mean difference {diff:.1f} of 255"
+        both = (depth > 0) & (seen.depth > 0)
+        assert np.median(np.abs(depth[both] - seen.depth[both])) < 1e-3  # m
+        plain = task_world(task, seed, "fr3", cams).render(cam.name, depth=False, segmentation=False).rgb
+        assert np.abs(plain.astype(int) - seen.rgb.astype(int)).mean() > 10.0  # a different look
+        for name in SCENE_CAMERAS.values():
+            image = batch.render(name, depth=False, segmentation=False).rgb
+            diff = np.abs(graph[name].astype(int) - image.astype(int)).mean()
+            assert diff < 3.0, f"{name}: mean difference {diff:.1f} of 255"
     finally:
         batch.close()

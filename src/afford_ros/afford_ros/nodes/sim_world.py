@@ -29,6 +29,7 @@ and the executor thread for the services. The render process is a child that exi
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import threading
@@ -36,6 +37,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import PoseStamped
@@ -66,6 +68,7 @@ from afford_sim.franky_world import (
     raise_priority,
 )
 from afford_sim.policy_cameras import FRONT, SCENE_CAMERAS, WRIST, policy_cameras
+from afford_sim.randomization import NOISE_SALT, add_rgb_noise
 from afford_sim.sim_render import Frame, RenderConfig, RenderProcess
 
 NODE_NAME = "sim_world"
@@ -123,6 +126,9 @@ class SimWorldParams:
         policy_camera_width: Width of the policy cameras (a visuomotor policy's front and wrist
             views, :mod:`afford_sim.policy_cameras`); 0: not rendered.
         policy_camera_height: Their height; 0 with the width.
+        randomize: Domain randomization of every scene (``afford_sim.randomization.DOMAINS``: a
+            preset such as ``table1``, or a comma list of axes; ``none`` by default): the batch
+            world's draw for the same task, seed and preset, pixel noise added here.
     """
 
     task: str = "pick-mug-v1"
@@ -135,6 +141,7 @@ class SimWorldParams:
     publish_ground_truth: bool = True
     policy_camera_width: int = 0
     policy_camera_height: int = 0
+    randomize: str = "none"
 
     def __post_init__(self) -> None:
         if not self.task.strip():
@@ -162,7 +169,16 @@ _DESCRIPTIONS = {
     "publish_ground_truth": "Publish /sim/ground_truth/segmentation and /sim/ground_truth/objects.",
     "policy_camera_width": "Width of a policy's front and wrist cameras on /policy_camera/* (0: off).",
     "policy_camera_height": "Their height in pixels (0: off).",
+    "randomize": "Domain randomization of every scene: a preset (table1, ...) or a comma list of axes "
+                 "(texture, lighting, background, camera, noise, pose); none by default.",
 }
+
+
+def _randomized(info: SceneInfo) -> str:
+    """What the scene's domain randomization drew, for the log and the reset's answer."""
+    if info.domain is None:
+        return ""
+    return f"; domain randomization: {json.dumps(info.domain.as_dict())}"
 
 
 class SimWorldNode(Node):
@@ -182,7 +198,7 @@ class SimWorldNode(Node):
         self.world = FrankyWorld(
             FrankyWorldConfig(
                 hostname=p.hostname, realtime_factor=p.realtime_factor, camera_size=(p.width, p.height),
-                extra_cameras=extra,
+                extra_cameras=extra, randomize=p.randomize,
             )
         )
         self.render = RenderProcess(
@@ -230,6 +246,7 @@ class SimWorldNode(Node):
             f"franky-sim serving on {p.hostname} with the scene of {p.task} (seed {p.seed}): "
             f"objects {list(info.objects)}; camera {p.width}x{p.height} at up to {p.fps} fps"
             + (f"; policy cameras {policy_size[0]}x{policy_size[1]}" if p.policy_cameras else "")
+            + _randomized(info)
         )
 
     def _publisher(self, msg_type: Any, name: str) -> Any:
@@ -255,7 +272,7 @@ class SimWorldNode(Node):
             self.get_logger().warning(f"reset refused: {response.message}")
             return response
         response.success = True
-        response.message = f"scene of {info.task_id}, seed {request.seed}"
+        response.message = f"scene of {info.task_id}, seed {request.seed}" + _randomized(info)
         response.objects = list(info.objects)
         self.get_logger().info(response.message)
         return response
@@ -334,13 +351,20 @@ class SimWorldNode(Node):
             )
             self.pub_extrinsics.publish(msg)
             self._extrinsics_sent = frame.generation
-        self.pub_rgb.publish(image_to_msg(frame.rgb, "rgb8", cam, stamp))
+        rgb, extra = frame.rgb, frame.extra
+        domain = self.world.scene.domain
+        if domain is not None and domain.noise_std > 0:
+            # The batch world's noise: seeded by the scene's draw and the frame's number.
+            rng = np.random.default_rng([domain.seed, NOISE_SALT, self.frames_published])
+            rgb = add_rgb_noise(rgb, domain.noise_std, rng)
+            extra = {k: add_rgb_noise(v, domain.noise_std, rng) for k, v in extra.items()}
+        self.pub_rgb.publish(image_to_msg(rgb, "rgb8", cam, stamp))
         self.pub_depth.publish(image_to_msg(depth_to_millimetres(frame.depth), "16UC1", cam, stamp))
         self.pub_info.publish(camera_info(frame.K, w, h, cam, stamp))
         if self.pub_seg is not None:
             self.pub_seg.publish(image_to_msg(frame.segmentation, "16UC1", cam, stamp))
         for name, (pub, frame_id) in self.pub_policy.items():
-            pub.publish(image_to_msg(frame.extra[name], "rgb8", frame_id, stamp))
+            pub.publish(image_to_msg(extra[name], "rgb8", frame_id, stamp))
         self.frames_published += 1
 
     # Shutdown ------------------------------------------------------------------------------
