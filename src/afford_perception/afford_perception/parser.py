@@ -277,6 +277,10 @@ class _ActionClause:
 _PUT_TO_STATE = frozenset({"pop", "get", "swing", "flip", "prop"})
 
 
+#: Words that make a sentence a request whatever its grammar.
+_REQUEST_WORDS = frozenset({"please", "pls", "plz"})
+
+
 def _join(items: Sequence[str]) -> str:
     return ", ".join(items) if items else "none"
 
@@ -316,6 +320,8 @@ class _Parser:
         actions: list[_ActionClause] = []
         keep: list[list[str]] = []
         previous = ""
+        # A request word anywhere ("..., please") makes a verbless "the lid on the pot" asked for.
+        asked = any(t in _REQUEST_WORDS for t in tokens)
         for clause in self._clauses(tokens):
             clause = self._strip_fillers(clause)
             if not clause:
@@ -348,7 +354,7 @@ class _Parser:
                     continue
                 words = " ".join(clause)
                 if not actions and not keep:
-                    verbless = self._verbless_place(clause)
+                    verbless = self._verbless_place(clause, asked)
                     if verbless is not None:
                         actions.append(verbless)
                         previous = "action"
@@ -416,12 +422,18 @@ class _Parser:
             return True
         return any(t in lx.RESTATE_CORE for t in rest) and (bool(before.dest) or before.elsewhere)
 
-    def _verbless_place(self, clause: list[str]) -> _ActionClause | None:
+    def _verbless_place(self, clause: list[str], asked: bool) -> _ActionClause | None:
         """"carrot into the bowl": an object moved by a motion preposition ("into", "onto",
-        "to") is a place; "the carrot in the bowl" (where it is) stays no task at all."""
+        "to") is a place. With a preposition of where ("in", "on"), "the carrot in the bowl"
+        says where it is and stays no task at all, unless it is asked for ("..., please") or
+        said as a command is written, without its article ("carrot on plate", "lid on the
+        pot")."""
         ac = _ActionClause(words=" ".join(clause), verb="", sense=lx.VERBS["put"], verbless=True)
         self._fill_slots(ac, clause)
-        if not ac.obj or ac.grasp or ac.source or len(ac.dest) != 1 or not ac.dest[0].directional:
+        if not ac.obj or ac.grasp or ac.source or len(ac.dest) != 1:
+            return None
+        telegraphic = clause[0] not in lx.DETERMINERS and clause[0] not in lx.PRONOUNS
+        if not (ac.dest[0].directional or asked or telegraphic):
             return None
         return ac
 

@@ -92,6 +92,10 @@ VERBLESS: list[Case] = [
     ("banana onto the tray", _place("banana", "tray", "base")),
     ("cube into the bowl please", _place("cube", "bowl", "body")),
     ("mug onto plate", _place("mug", "plate", "body", grasp="handle")),
+    # Said where it should be, as a command is written (no article) or asked for ("please").
+    ("banana on tray", _place("banana", "tray", "base")),
+    ("cube in bowl", _place("cube", "bowl", "body")),
+    ("the cube in the bowl, please", _place("cube", "bowl", "body")),
 ]
 
 CASES = POLITENESS + PLACE_VERBS + ON_THE_SURFACE + POUR_CONTENTS + RESTATED_GOAL + HANG_BY_PART + VERBLESS
@@ -120,8 +124,11 @@ REFUSALS: list[tuple[str, Sequence[str] | None, ParseErrorKind, str]] = [
      "handle free"),
     # A place onto a hook by something that cannot hang keeps the old refusal.
     ("put the banana on the hook", None, ParseErrorKind.UNSUPPORTED, "affords hang"),
-    # Verbless: where the object is, not where it goes, is no task.
+    # Verbless: where the object is, not where it goes, is no task (with its article and
+    # nothing that asks for it: a description).
     ("the banana on the tray", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
+    ("it on the tray", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
+    ("kettle in the bowl", None, ParseErrorKind.AMBIGUOUS, "say 'put' or 'pour'"),
     # Verbless and the object could pour into the receiver: put or pour? Ask.
     ("kettle into the bowl", None, ParseErrorKind.AMBIGUOUS, "say 'put' or 'pour'"),
     ("paper cup into bowl", None, ParseErrorKind.AMBIGUOUS, "say 'put' or 'pour'"),
