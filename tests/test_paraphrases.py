@@ -74,20 +74,17 @@ def test_the_held_out_set_is_well_formed() -> None:
 #: clauses and asides that ask nothing of the task ("so the table is clear", "so it can dry",
 #: ", it's been left open"), "dump" (a pour when the thing pours, a put otherwise), "pop the
 #: microwave open", two cups stacked or nested with no receiver named ("stack the cups", "nest
-#: the paper cups", "one inside the other"), "next ... finally" as sequence words, and "pack"
-#: with a receiver said once at the end for every step, and a verbless "Lid on the pot, please"
-#: (where it should be, asked for or said without its article).
+#: the paper cups", "one inside the other"), "next ... finally" as sequence words, "pack"
+#: with a receiver said once at the end for every step, a verbless "Lid on the pot, please"
+#: (where it should be, asked for or said without its article), "microwave door open please" (the
+#: state it should be in) and a later step's bare "put the soup can in" (the receiver before).
 NEW_TASKS_NOT_READ_YET = {
     ("place-bell-pepper-soup-can-cube-paper-box-v1",
      "Could you load the box: bell pepper first, soup can second, cube last?"),
-    ("place-bell-pepper-soup-can-cube-paper-box-v1",
-     "Pick up the bell pepper and put it in the box, after that put the soup can in, and then put the cube "
-     "in too."),
     ("pour-kettle-bowl-then-mug-v1", "Use the kettle to fill the bowl, then fill the mug."),
     ("pour-kettle-bowl-then-mug-v1", "kettle into bowl, then kettle into mug"),
     ("pour-kettle-bowl-then-mug-v1",
      "Could you pour the kettle into the bowl and after that pour it into the mug as well?"),
-    ("open-microwave-v1", "microwave door open please"),
     # A fifth author's, for the cups onto the tray and the push then place: a receiver put
     # before the verb ("Onto the tray, please put ...").
     ("place-paper-cups-tray-v1", "Onto the tray, please put the three cups that are standing on the table."),

@@ -354,6 +354,11 @@ class _Parser:
                     continue
                 words = " ".join(clause)
                 if not actions and not keep:
+                    state = self._verbless_state(clause, asked)
+                    if state is not None:
+                        actions.append(state)
+                        previous = "action"
+                        continue
                     verbless = self._verbless_place(clause, asked)
                     if verbless is not None:
                         actions.append(verbless)
@@ -436,6 +441,17 @@ class _Parser:
         if not (ac.dest[0].directional or asked or telegraphic):
             return None
         return ac
+
+    def _verbless_state(self, clause: list[str], asked: bool) -> _ActionClause | None:
+        """"microwave door open please", "drawer shut": a thing and the state it should be in,
+        said without a verb, is opening or closing it ("open the microwave door"), when it is
+        asked for or said as a command is written (as :meth:`_verbless_place`: "the drawer
+        open" alone describes it)."""
+        action = lx.RESULTATIVES.get(clause[-1]) if len(clause) > 1 else None
+        if action is None or not (asked or clause[0] not in lx.DETERMINERS | lx.PRONOUNS):
+            return None
+        verb = "open" if action is NextAction.OPEN else "close"
+        return self._action_clause([verb, *clause[:-1]], 1, lx.VERBS[verb])
 
     @staticmethod
     def _starts_noun(clause: list[str]) -> bool:
@@ -1290,6 +1306,9 @@ _ELIDED_VERB = {NextAction.PLACE: "put", NextAction.STACK: "stack", NextAction.H
                 NextAction.POUR: "pour", NextAction.PICK: "pick up", NextAction.PUSH: "push",
                 NextAction.INSERT: "insert", NextAction.OPEN: "open", NextAction.CLOSE: "close",
                 NextAction.PULL: "pull", NextAction.HAND_OVER: "hand over"}
+#: A step that ends on its preposition ("put the soup can in", "... in too", "on there as well").
+_DANGLING = re.compile(r"\s+(in|into|inside|on|onto)(?:\s+(?:there|too|also|as\s+well))*\s*[.!?]?\s*$",
+                       re.IGNORECASE)
 _GOES = re.compile(r"^(.+?)\s+(?:goes|go|should\s+go)\s+((?:in|on|into|onto)\b.*)$", re.IGNORECASE)
 _FIRST = re.compile(r"^\s*(?:first(?:ly)?|to\s+start)\b[,\s]*", re.IGNORECASE)
 
@@ -1738,6 +1757,11 @@ def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:
     verb = _ELIDED_VERB[before.next_action]
     thing = f"the {before.target.replace('_', ' ')}"
     out: list[str] = []
+    dangling = _DANGLING.search(piece)
+    if dangling is not None and before.destination:
+        # "..., after that put the soup can in": in(to) the receiver of the step before.
+        receiver = before.destination.replace("_", " ")
+        out.append(f"{piece[:dangling.start()]} {dangling.group(1)} the {receiver}")
     if error.startswith("no action verb"):
         done = _done_as_asked(piece)  # "..., and then the paper cup put on the shelf"
         if done is not None:

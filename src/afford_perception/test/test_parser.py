@@ -487,6 +487,10 @@ def test_a_sequence_is_cut_into_its_tasks(text: str) -> None:
     ("pack the bell pepper, then the soup can, then the cube into the cardboard box",
      [("bell_pepper", "place", "paper_box"), ("soup_can", "place", "paper_box"),
       ("cube", "place", "paper_box")]),
+    # Its receiver left to a bare preposition ("put the soup can in"): the step before's.
+    ("put the bell pepper in the paper box, after that put the soup can in, and then put the cube in too",
+     [("bell_pepper", "place", "paper_box"), ("soup_can", "place", "paper_box"),
+      ("cube", "place", "paper_box")]),
     # Without its object: the same object.
     ("pour from the kettle into the bowl, then into the mug",
      [("kettle", "pour", "bowl"), ("kettle", "pour", "mug")]),
@@ -511,6 +515,8 @@ def test_a_grasp_and_its_next_action_stay_one_task() -> None:
     # with the piece, never guessed.
     ("put the banana on the plate, then put it in the mug", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
     ("put the banana on the plate, then juggle the cube", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),
+    # A bare preposition with no step before it names no receiver.
+    ("put the soup can in", ParseErrorKind.UNSUPPORTED, "did not understand 'in'"),
     # No sequence word: the whole sentence's refusal stands.
     ("open the drawer and put the cube in it", ParseErrorKind.UNSUPPORTED, "two tasks"),
 ])

@@ -96,6 +96,9 @@ VERBLESS: list[Case] = [
     ("banana on tray", _place("banana", "tray", "base")),
     ("cube in bowl", _place("cube", "bowl", "body")),
     ("the cube in the bowl, please", _place("cube", "bowl", "body")),
+    # A thing and the state it should be in: opened or closed.
+    ("drawer open please", _intent("cabinet", "drawer_handle", A.OPEN, use="drawer")),
+    ("drawer shut", _intent("cabinet", "drawer_handle", A.CLOSE, use="drawer")),
 ]
 
 CASES = POLITENESS + PLACE_VERBS + ON_THE_SURFACE + POUR_CONTENTS + RESTATED_GOAL + HANG_BY_PART + VERBLESS
@@ -128,6 +131,8 @@ REFUSALS: list[tuple[str, Sequence[str] | None, ParseErrorKind, str]] = [
     # nothing that asks for it: a description).
     ("the banana on the tray", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
     ("it on the tray", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
+    ("the drawer open", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
+    ("mug open please", None, ParseErrorKind.UNSUPPORTED, "nothing to open"),
     ("kettle in the bowl", None, ParseErrorKind.AMBIGUOUS, "say 'put' or 'pour'"),
     # Verbless and the object could pour into the receiver: put or pour? Ask.
     ("kettle into the bowl", None, ParseErrorKind.AMBIGUOUS, "say 'put' or 'pour'"),
