@@ -279,6 +279,15 @@ _PUT_TO_STATE = frozenset({"pop", "get", "swing", "flip", "prop"})
 
 #: Words that make a sentence a request whatever its grammar.
 _REQUEST_WORDS = frozenset({"please", "pls", "plz"})
+#: A clause that starts so says what not to do ("do not" as two words, as tokenized).
+_NEGATIONS = frozenset({"never", "dont", "not"})
+
+
+def _commanded(clause: Sequence[str], asked: bool, question: bool) -> bool:
+    """Whether a verbless clause is a command: asked for ("..., please"), or written as one is,
+    without its article ("lid on the pot", "drawer open"), and not asked as a question."""
+    telegraphic = clause[0] not in lx.DETERMINERS and clause[0] not in lx.PRONOUNS
+    return asked or (telegraphic and not question)
 
 
 def _join(items: Sequence[str]) -> str:
@@ -320,12 +329,23 @@ class _Parser:
         actions: list[_ActionClause] = []
         keep: list[list[str]] = []
         previous = ""
-        # A request word anywhere ("..., please") makes a verbless "the lid on the pot" asked for.
-        asked = any(t in _REQUEST_WORDS for t in tokens)
-        for clause in self._clauses(tokens):
+        clauses = self._clauses(tokens)
+        # "..., please" as a clause of its own asks for the sentence; inside another clause ("the
+        # drawer open, please close it") only for that one. A question ("drawer open?") asks
+        # whether, unless it says please.
+        asked_all = any(any(t in _REQUEST_WORDS for t in c) and not self._strip_fillers(c) for c in clauses)
+        question = self.text.rstrip().endswith("?")
+        for clause in clauses:
+            asked = asked_all or any(t in _REQUEST_WORDS for t in clause)
             clause = self._strip_fillers(clause)
             if not clause:
                 continue
+            negated = 2 if clause[:2] == ["do", "not"] else int(clause[0] in _NEGATIONS)
+            if negated and lx.VERB_INDEX.match(clause, negated) is not None:
+                # "don't put the cup on the plate": the robot acts on what to do, never on a
+                # negated request read as the request ("not by the handle" says how, and stays).
+                raise self.fail(ParseErrorKind.UNSUPPORTED,
+                                f"'{' '.join(clause)}' says what not to do in '{self.text}': say what to do")
             if previous == "action" and (self._restates(clause, actions[-1])
                                          or all(t in lx.TRAILING_OK for t in clause)):
                 continue  # "..., keeping it upright", "... and leave it in there", "..., upright"
@@ -354,12 +374,12 @@ class _Parser:
                     continue
                 words = " ".join(clause)
                 if not actions and not keep:
-                    state = self._verbless_state(clause, asked)
+                    state = self._verbless_state(clause, asked, question)
                     if state is not None:
                         actions.append(state)
                         previous = "action"
                         continue
-                    verbless = self._verbless_place(clause, asked)
+                    verbless = self._verbless_place(clause, asked, question)
                     if verbless is not None:
                         actions.append(verbless)
                         previous = "action"
@@ -427,28 +447,30 @@ class _Parser:
             return True
         return any(t in lx.RESTATE_CORE for t in rest) and (bool(before.dest) or before.elsewhere)
 
-    def _verbless_place(self, clause: list[str], asked: bool) -> _ActionClause | None:
+    def _verbless_place(self, clause: list[str], asked: bool, question: bool) -> _ActionClause | None:
         """"carrot into the bowl": an object moved by a motion preposition ("into", "onto",
         "to") is a place. With a preposition of where ("in", "on"), "the carrot in the bowl"
         says where it is and stays no task at all, unless it is asked for ("..., please") or
         said as a command is written, without its article ("carrot on plate", "lid on the
-        pot")."""
+        pot"), and not as a question ("banana on tray?")."""
         ac = _ActionClause(words=" ".join(clause), verb="", sense=lx.VERBS["put"], verbless=True)
         self._fill_slots(ac, clause)
         if not ac.obj or ac.grasp or ac.source or len(ac.dest) != 1:
             return None
-        telegraphic = clause[0] not in lx.DETERMINERS and clause[0] not in lx.PRONOUNS
-        if not (ac.dest[0].directional or asked or telegraphic):
+        if not (ac.dest[0].directional or _commanded(clause, asked, question)):
             return None
         return ac
 
-    def _verbless_state(self, clause: list[str], asked: bool) -> _ActionClause | None:
+    def _verbless_state(self, clause: list[str], asked: bool, question: bool) -> _ActionClause | None:
         """"microwave door open please", "drawer shut": a thing and the state it should be in,
-        said without a verb, is opening or closing it ("open the microwave door"), when it is
-        asked for or said as a command is written (as :meth:`_verbless_place`: "the drawer
-        open" alone describes it)."""
+        said without a verb, is opening or closing it ("open the microwave door"), on
+        :meth:`_verbless_place`'s terms ("the drawer open" alone describes it, "drawer open?"
+        asks whether it is); "closed", a state as often reported as asked for, only when asked
+        for ("drawer closed, please")."""
         action = lx.RESULTATIVES.get(clause[-1]) if len(clause) > 1 else None
-        if action is None or not (asked or clause[0] not in lx.DETERMINERS | lx.PRONOUNS):
+        if action is None or not _commanded(clause, asked, question):
+            return None
+        if clause[-1] == "closed" and not asked:
             return None
         verb = "open" if action is NextAction.OPEN else "close"
         return self._action_clause([verb, *clause[:-1]], 1, lx.VERBS[verb])
@@ -1719,6 +1741,16 @@ def parse_steps(
                         pass
                 if k == 1:  # not a sequence of tasks: the sentence's own refusal says why
                     raise err from None
+                dangling = _dangling_reading(piece, intents[-1])
+                if dangling is not None:
+                    try:
+                        got = parse(dangling, known_objects, config)
+                    except TaskParseError:
+                        got = None
+                    if got is not None and got.target != intents[-1].destination:
+                        intents.append(dataclasses.replace(got, destination=intents[-1].destination,
+                                                           destination_region=intents[-1].destination_region))
+                        continue
                 for reading in _elided_readings(piece, str(step_err), intents[-1]):
                     try:
                         intents.append(parse(reading, known_objects, config))
@@ -1757,11 +1789,6 @@ def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:
     verb = _ELIDED_VERB[before.next_action]
     thing = f"the {before.target.replace('_', ' ')}"
     out: list[str] = []
-    dangling = _DANGLING.search(piece)
-    if dangling is not None and before.destination:
-        # "..., after that put the soup can in": in(to) the receiver of the step before.
-        receiver = before.destination.replace("_", " ")
-        out.append(f"{piece[:dangling.start()]} {dangling.group(1)} the {receiver}")
     if error.startswith("no action verb"):
         done = _done_as_asked(piece)  # "..., and then the paper cup put on the shelf"
         if done is not None:
@@ -1778,6 +1805,30 @@ def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:
         if re.match(r"^(?:in|into|on|onto|inside|over)\b", elided, re.IGNORECASE):
             out.append(f"{verb} {thing} {elided}")
     return out
+
+
+def _dangling_reading(piece: str, before: Intent) -> str | None:
+    """A later step that ends on its preposition, put in(to) the step before's receiver: "...,
+    after that put the soup can in". Only a step that puts something somewhere (not "push the
+    drawer in"), and only where the preposition fits the receiver (in what contains, on what
+    supports); the caller keeps the receiver's part and refuses the thing into itself."""
+    hit = _DANGLING.search(piece)
+    if hit is None or not before.destination:
+        return None
+    tokens = lx.tokenize(piece)
+    i = 0
+    while i < len(tokens) and (lead := lx.LEADING_FILLERS.match(tokens, i)) is not None:
+        i += lead[0]
+    verb = lx.VERB_INDEX.match(tokens, i)
+    if verb is None or verb[1][0].action not in (NextAction.PLACE, NextAction.STACK, NextAction.INSERT):
+        return None
+    dest = CATEGORIES.get(before.destination)
+    does = dest.affordances.get(before.destination_region or "", ()) if dest is not None else ()
+    prep = hit.group(1).lower()
+    into = prep in ("in", "into", "inside")
+    if ("support" if into else "contain") in does and ("contain" if into else "support") not in does:
+        return None  # in a plate, on a mug's inside
+    return f"{piece[:hit.start()]} {prep} the {before.destination.replace('_', ' ')}"
 
 
 def _can(action: NextAction, name: str) -> bool:

@@ -503,6 +503,15 @@ def test_a_later_step_leaves_to_the_step_before_what_it_does_not_say(
     assert _steps(text) == steps
 
 
+def test_a_bare_preposition_keeps_the_part_of_the_receiver_before() -> None:
+    """"..., then put the soup can in": into the same drawer, not the cabinet's body."""
+    from afford_perception.parser import parse_steps
+
+    first, second = parse_steps("put the cube in the drawer, then put the soup can in", config=NO_EMBEDDINGS)
+    assert (second.target, second.destination, second.destination_region) == (
+        "soup_can", first.destination, first.destination_region) == ("soup_can", "cabinet", "drawer")
+
+
 def test_a_grasp_and_its_next_action_stay_one_task() -> None:
     """'then' inside one task (a pick, then what the held object is for) is not a sequence."""
     assert _steps("pick up the kettle by its handle and then pour into the bowl") == [
@@ -515,8 +524,12 @@ def test_a_grasp_and_its_next_action_stay_one_task() -> None:
     # with the piece, never guessed.
     ("put the banana on the plate, then put it in the mug", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
     ("put the banana on the plate, then juggle the cube", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),
-    # A bare preposition with no step before it names no receiver.
+    # A bare preposition with no step before it names no receiver; after one, only a put takes
+    # the receiver before, where the preposition fits it, and never into itself.
     ("put the soup can in", ParseErrorKind.UNSUPPORTED, "did not understand 'in'"),
+    ("put the pepper in the paper box, then push the drawer in", ParseErrorKind.UNSUPPORTED, "step 2 of 2"),
+    ("put the bell pepper on the plate, then put the soup can in", ParseErrorKind.UNSUPPORTED, "step 2 of 2"),
+    ("put the cube in the bowl, then put the bowl in", ParseErrorKind.UNSUPPORTED, "step 2 of 2"),
     # No sequence word: the whole sentence's refusal stands.
     ("open the drawer and put the cube in it", ParseErrorKind.UNSUPPORTED, "two tasks"),
 ])

@@ -99,6 +99,9 @@ VERBLESS: list[Case] = [
     # A thing and the state it should be in: opened or closed.
     ("drawer open please", _intent("cabinet", "drawer_handle", A.OPEN, use="drawer")),
     ("drawer shut", _intent("cabinet", "drawer_handle", A.CLOSE, use="drawer")),
+    ("drawer closed, please", _intent("cabinet", "drawer_handle", A.CLOSE, use="drawer")),
+    # A politeness that keeps "not" is still politeness.
+    ("open the drawer if you do not mind", _intent("cabinet", "drawer_handle", A.OPEN, use="drawer")),
 ]
 
 CASES = POLITENESS + PLACE_VERBS + ON_THE_SURFACE + POUR_CONTENTS + RESTATED_GOAL + HANG_BY_PART + VERBLESS
@@ -133,6 +136,16 @@ REFUSALS: list[tuple[str, Sequence[str] | None, ParseErrorKind, str]] = [
     ("it on the tray", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
     ("the drawer open", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
     ("mug open please", None, ParseErrorKind.UNSUPPORTED, "nothing to open"),
+    # Asked as a question, or "closed" (as often reported as asked for) without a please.
+    ("drawer open?", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
+    ("banana on tray?", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
+    ("drawer closed", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
+    # A please in another clause asks for that clause, not for the description before it.
+    ("the drawer open, please close it", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
+    # What not to do is never read as what to do.
+    ("don't put the cup on the plate", None, ParseErrorKind.UNSUPPORTED, "says what not to do"),
+    ("please do not open the drawer", None, ParseErrorKind.UNSUPPORTED, "says what not to do"),
+    ("never open the drawer", None, ParseErrorKind.UNSUPPORTED, "says what not to do"),
     ("kettle in the bowl", None, ParseErrorKind.AMBIGUOUS, "say 'put' or 'pour'"),
     # Verbless and the object could pour into the receiver: put or pour? Ask.
     ("kettle into the bowl", None, ParseErrorKind.AMBIGUOUS, "say 'put' or 'pour'"),
