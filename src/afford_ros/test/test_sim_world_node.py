@@ -232,7 +232,7 @@ def test_a_randomized_node_publishes_the_batch_worlds_draw() -> None:
     and an address of its own."""
     from afford_sim.franky_world import dressed_scene
 
-    domain = str(int(DOMAIN) + 100)
+    domain = str(200 + os.getpid() % 15)  # 200-214: Fast DDS takes ids up to 232, the module is on 100-199
     host = f"127.4.{os.getpid() % 250 + 1}.{(os.getpid() // 250) % 250 + 1}"
     env = {**os.environ, "ROS_DOMAIN_ID": domain}
     proc = subprocess.Popen(
@@ -295,3 +295,31 @@ def test_a_randomized_node_publishes_the_batch_worlds_draw() -> None:
             proc.wait()
     log = proc.stdout.read().decode() if proc.stdout else ""
     assert "domain randomization: {" in log, log[-2000:]
+
+
+@pytest.mark.parametrize(("value", "fragment"), [
+    ("pose", "unknown randomization 'pose'"),  # the pose windows are table1's and table2's
+    ("table1,table2", "different pose windows"),
+])
+def test_a_bad_randomize_is_refused_by_name(value: str, fragment: str) -> None:
+    """A misspelt preset stops the node before franky-sim or the renderer start, saying which
+    parameter, rather than a KeyError traceback from deep inside the world."""
+    from afford_ros.nodes.sim_world import SimWorldParams
+
+    with pytest.raises(ValueError, match="randomize: ") as err:
+        SimWorldParams(randomize=value)
+    assert fragment in str(err.value)
+    assert SimWorldParams(randomize="texture, lighting").randomize == "texture, lighting"
+
+
+def test_the_pixel_noise_repeats_with_the_scene() -> None:
+    """The noise is drawn per image from the scene's draw and the image's number since the scene
+    began: a reset to the same task, seed and preset publishes the same noisy frames again."""
+    from afford_ros.nodes.sim_world import _noisy
+
+    rgb = np.full((24, 32, 3), 128, np.uint8)
+    a, b = _noisy(rgb, 5.0, [3, 1, 0, 0]), _noisy(rgb, 5.0, [3, 1, 0, 0])
+    assert np.array_equal(a, b)
+    other = _noisy(rgb, 5.0, [3, 1, 1, 0])
+    assert not np.array_equal(a, other)
+    assert 3.0 < float(np.std(a.astype(float))) < 7.0

@@ -379,7 +379,11 @@ def test_a_randomized_scene_shows_the_batch_worlds_look() -> None:
         assert diff < 3.0, f"perception camera: mean difference {diff:.1f} of 255"
         both = (depth > 0) & (seen.depth > 0)
         assert np.median(np.abs(depth[both] - seen.depth[both])) < 1e-3  # m
-        plain = task_world(task, seed, "fr3", cams).render(cam.name, depth=False, segmentation=False).rgb
+        default = task_world(task, seed, "fr3", cams)
+        try:
+            plain = default.render(cam.name, depth=False, segmentation=False).rgb
+        finally:
+            default.close()
         assert np.abs(plain.astype(int) - seen.rgb.astype(int)).mean() > 10.0  # a different look
         for name in SCENE_CAMERAS.values():
             image = batch.render(name, depth=False, segmentation=False).rgb

@@ -68,7 +68,7 @@ from afford_sim.franky_world import (
     raise_priority,
 )
 from afford_sim.policy_cameras import FRONT, SCENE_CAMERAS, WRIST, policy_cameras
-from afford_sim.randomization import NOISE_SALT, add_rgb_noise
+from afford_sim.randomization import NOISE_SALT, DomainDraw, domain_randomization
 from afford_sim.sim_render import Frame, RenderConfig, RenderProcess
 
 NODE_NAME = "sim_world"
@@ -127,8 +127,9 @@ class SimWorldParams:
             views, :mod:`afford_sim.policy_cameras`); 0: not rendered.
         policy_camera_height: Their height; 0 with the width.
         randomize: Domain randomization of every scene (``afford_sim.randomization.DOMAINS``: a
-            preset such as ``table1``, or a comma list of axes; ``none`` by default): the batch
-            world's draw for the same task, seed and preset, pixel noise added here.
+            preset such as ``visual`` or ``table1``, or a comma list of presets; ``none`` by
+            default): the batch world's draw for the same task, seed and preset, pixel noise
+            added here.
     """
 
     task: str = "pick-mug-v1"
@@ -151,6 +152,10 @@ class SimWorldParams:
         size = (self.policy_camera_width, self.policy_camera_height)
         if (0 in size and size != (0, 0)) or (size != (0, 0) and not all(16 <= v <= 1024 for v in size)):
             raise ValueError(f"policy_camera_width/height must both be 0 (off) or in 16..1024, got {size}")
+        try:
+            domain_randomization(self.randomize)
+        except (KeyError, ValueError) as err:  # the user's value, named, before anything starts
+            raise ValueError(f"randomize: {err.args[0]}") from None
         # The rest is validated by FrankyWorldConfig and RenderConfig.
 
     @property
@@ -169,9 +174,16 @@ _DESCRIPTIONS = {
     "publish_ground_truth": "Publish /sim/ground_truth/segmentation and /sim/ground_truth/objects.",
     "policy_camera_width": "Width of a policy's front and wrist cameras on /policy_camera/* (0: off).",
     "policy_camera_height": "Their height in pixels (0: off).",
-    "randomize": "Domain randomization of every scene: a preset (table1, ...) or a comma list of axes "
-                 "(texture, lighting, background, camera, noise, pose); none by default.",
+    "randomize": "Domain randomization of every scene: a preset (visual, table1, table2) or a comma list of "
+                 "presets (texture, lighting, background, camera, noise); none by default.",
 }
+
+
+def _noisy(rgb: np.ndarray, std: float, seed: list[int]) -> np.ndarray:
+    """``rgb`` with Gaussian noise of ``std`` levels (``add_rgb_noise``'s model, drawn in float32:
+    this runs in the process of the 1 kHz simulation loop, on every published image)."""
+    noise = np.random.default_rng(seed).standard_normal(rgb.shape, dtype=np.float32)
+    return np.clip(np.rint(rgb.astype(np.float32) + np.float32(std) * noise), 0, 255).astype(np.uint8)
 
 
 def _randomized(info: SceneInfo) -> str:
@@ -225,6 +237,7 @@ class SimWorldNode(Node):
         self._stop = threading.Event()
         self._extrinsics_sent = -1
         self.frames_published = 0
+        self._noise_generation, self._noise_frames = -1, 0
         self.render.start()
         try:
             self.world.add_state_sink(self.render.state.write)
@@ -332,15 +345,17 @@ class SimWorldNode(Node):
                 continue
             try:
                 frame = self.render.latest(timeout=0.1)
-                if frame is None or frame.generation != self.world.scene.generation:
+                scene = self.world.scene  # once: a reset may swap it while this frame goes out
+                if frame is None or frame.generation != scene.generation:
                     continue
-                self.publish_frame(frame)
+                self.publish_frame(frame, scene.domain)
             except Exception as err:  # keep publishing after a bad frame; the log says why
                 if not self._stop.is_set():
                     self.get_logger().error(f"camera publishing: {type(err).__name__}: {err}")
                     time.sleep(0.1)
 
-    def publish_frame(self, frame: Frame) -> None:
+    def publish_frame(self, frame: Frame, domain: DomainDraw | None = None) -> None:
+        """Publish one rendered frame; ``domain`` (the frame's scene's draw) adds pixel noise."""
         stamp = stamp_from_ns(frame.stamp_ns)
         cam = contract.CAMERA_FRAME
         h, w = frame.depth.shape
@@ -352,12 +367,17 @@ class SimWorldNode(Node):
             self.pub_extrinsics.publish(msg)
             self._extrinsics_sent = frame.generation
         rgb, extra = frame.rgb, frame.extra
-        domain = self.world.scene.domain
         if domain is not None and domain.noise_std > 0:
-            # The batch world's noise: seeded by the scene's draw and the frame's number.
-            rng = np.random.default_rng([domain.seed, NOISE_SALT, self.frames_published])
-            rgb = add_rgb_noise(rgb, domain.noise_std, rng)
-            extra = {k: add_rgb_noise(v, domain.noise_std, rng) for k, v in extra.items()}
+            # The batch world's noise model (its std, a fresh draw per image), seeded by the
+            # scene's draw and the image's number since the scene began, so a reset to the same
+            # task, seed and preset repeats it frame by frame.
+            if self._noise_generation != frame.generation:
+                self._noise_generation, self._noise_frames = frame.generation, 0
+            n = self._noise_frames
+            self._noise_frames += 1
+            rgb = _noisy(rgb, domain.noise_std, [domain.seed, NOISE_SALT, n, 0])
+            extra = {k: _noisy(v, domain.noise_std, [domain.seed, NOISE_SALT, n, i])
+                     for i, (k, v) in enumerate(sorted(extra.items()), 1)}
         self.pub_rgb.publish(image_to_msg(rgb, "rgb8", cam, stamp))
         self.pub_depth.publish(image_to_msg(depth_to_millimetres(frame.depth), "16UC1", cam, stamp))
         self.pub_info.publish(camera_info(frame.K, w, h, cam, stamp))
