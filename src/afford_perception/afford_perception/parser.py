@@ -341,9 +341,11 @@ class _Parser:
             if not clause:
                 continue
             negated = 2 if clause[:2] == ["do", "not"] else int(clause[0] in _NEGATIONS)
-            if negated and lx.VERB_INDEX.match(clause, negated) is not None:
+            if negated and lx.VERB_INDEX.match(clause, negated) is not None \
+                    and lx.KEEP_CLEAR_INDEX.match(clause, 0) is None:
                 # "don't put the cup on the plate": the robot acts on what to do, never on a
-                # negated request read as the request ("not by the handle" says how, and stays).
+                # negated request read as the request ("not by the handle" and "do not hold it
+                # by the spout" say how, and stay).
                 raise self.fail(ParseErrorKind.UNSUPPORTED,
                                 f"'{' '.join(clause)}' says what not to do in '{self.text}': say what to do")
             if previous == "action" and (self._restates(clause, actions[-1])

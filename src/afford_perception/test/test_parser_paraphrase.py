@@ -100,8 +100,9 @@ VERBLESS: list[Case] = [
     ("drawer open please", _intent("cabinet", "drawer_handle", A.OPEN, use="drawer")),
     ("drawer shut", _intent("cabinet", "drawer_handle", A.CLOSE, use="drawer")),
     ("drawer closed, please", _intent("cabinet", "drawer_handle", A.CLOSE, use="drawer")),
-    # A politeness that keeps "not" is still politeness.
+    # A politeness that keeps "not" is still politeness, and a "do not hold it by" says where.
     ("open the drawer if you do not mind", _intent("cabinet", "drawer_handle", A.OPEN, use="drawer")),
+    ("pick up the mug and don't grab the handle", _intent("mug", "body", A.PICK, keep=("handle",))),
 ]
 
 CASES = POLITENESS + PLACE_VERBS + ON_THE_SURFACE + POUR_CONTENTS + RESTATED_GOAL + HANG_BY_PART + VERBLESS
