@@ -335,7 +335,7 @@ _SIM_ARGUMENTS = (
     LaunchArgument("task", "sim_world", "task", "task id whose scene the world builds (afford tasks)"),
     LaunchArgument("seed", "sim_world", "seed", "scene seed"),
     LaunchArgument("randomize", "sim_world", "randomize",
-                   "domain randomization of the scenes: none, table1, visual, or axes (texture,lighting,...)"),
+                   "domain randomization of the scenes: none, visual, table1, or presets (texture,lighting)"),
     LaunchArgument("auto_approve", "task_server", "auto_approve", "approve trials automatically (sim only)"),
 )
 
