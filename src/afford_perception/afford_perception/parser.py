@@ -301,11 +301,14 @@ def _human(name: str) -> str:
 class _Parser:
     """One parse: holds the sentence, the scene scope and the config for error messages."""
 
-    def __init__(self, text: str, scope: Sequence[str] | None, config: ParserConfig) -> None:
+    def __init__(self, text: str, scope: Sequence[str] | None, config: ParserConfig,
+                 original: str | None = None) -> None:
         # Runs of whitespace (newlines, tabs, Unicode spaces) read as one space: the words are
         # the same, and every error message that quotes the sentence stays on one line.
         self.text = " ".join(text.split())
-        self.original = text  # what the caller gave, kept on the intent and on the error
+        # What the caller gave, kept on the intent and on the error (``text`` may be it reworded:
+        # a receiver said first put after the request, an aside dropped).
+        self.original = text if original is None else original
         self.scope = tuple(scope) if scope is not None else tuple(CATEGORIES)
         self.scoped = scope is not None
         self.cfg = config
@@ -1313,7 +1316,8 @@ def parse(
         raise TaskParseError(
             f"a task sentence is at most {MAX_TEXT_CHARS} characters, this one has {len(text)}: "
             "say one task in one sentence", ParseErrorKind.TOO_LONG, text[:80])
-    return _Parser(_purpose_dropped(text), _scope(known_objects), config or ParserConfig()).run()
+    return _Parser(_purpose_dropped(_fronted(_where_they_stand(text))), _scope(known_objects),
+                   config or ParserConfig(), original=text).run()
 
 
 #: Where a sentence that asks for several tasks in turn is cut: ", then", "and then", "; ",
@@ -1370,6 +1374,35 @@ def _done_as_asked(clause: str) -> str | None:
                                     + _COUNT + r")\b", m.group("obj"), re.IGNORECASE):
         return None
     return f"{verb} {m.group('obj')} {m.group('rest')}"
+
+
+#: A receiver said first, before the request: "Onto the tray, please put the three cups".
+_FRONTED = re.compile(r"^\s*(?P<prep>onto|into|on|in|inside)\s+(?P<dest>(?:the|a|an)\s+[^,;.!?]+?)\s*,\s*"
+                      r"(?P<rest>[^;]+?)(?P<end>[.!?]*)\s*$", re.IGNORECASE)
+#: A relative clause that says the things stand on the work surface, where everything stands:
+#: "the three cups that are standing on the table".
+_ON_THE_SURFACE = re.compile(
+    r"\s+(?:that|which)\s+(?:is|are|['’]s|['’]re)\s+(?:(?:standing|sitting|lying|resting|placed)\s+)?"
+    r"(?:on|upon)\s+the\s+(?:table|counter|desk|worktop|work\s+surface)\b", re.IGNORECASE)
+
+
+def _fronted(text: str) -> str:
+    """A receiver said before the request, "Onto the tray, please put the cups", put after it
+    ("please put the cups onto the tray"): a place preposition and a thing we know fronted so;
+    any other sentence as it is."""
+    m = _FRONTED.match(text)
+    if m is None:
+        return text
+    dest = lx.tokenize(m.group("dest"))
+    if not any(lx.NOUN_INDEX.match(dest, i) is not None for i in range(len(dest))):
+        return text  # "In the meantime, put ...": no thing named, no receiver
+    return f"{m.group('rest')} {m.group('prep')} {m.group('dest')}{m.group('end')}"
+
+
+def _where_they_stand(text: str) -> str:
+    """``text`` without a relative clause that places its things on the work surface ("the cups
+    that are standing on the table"): it names nothing to do."""
+    return _ON_THE_SURFACE.sub("", text)
 
 
 def _wished(text: str) -> str:
@@ -1705,7 +1738,7 @@ def parse_steps(
             sequence words.
     """
     if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS:
-        text = _covered(_wished(_purpose_dropped(text)), _scope(known_objects))
+        text = _covered(_wished(_purpose_dropped(_fronted(_where_they_stand(text)))), _scope(known_objects))
         tower = _tower(text, known_objects, config)
         if tower is not None:
             return tower

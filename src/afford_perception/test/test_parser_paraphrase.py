@@ -88,6 +88,13 @@ HANG_BY_PART: list[Case] = [
     ("hang the mug by its body on the rack", HANG_ON_RACK),  # "by" a part that cannot hang: the grasp
 ]
 
+#: A receiver said first, and a relative clause that only says the thing stands on the table.
+FRONTED: list[Case] = [
+    ("On the plate, put the banana", _place("banana", "plate", "body")),
+    ("Onto the tray, please put the cube that is sitting on the table.", _place("cube", "tray", "base")),
+    ("put the mug that is on the table on the shelf", _place("mug", "shelf", "board", grasp="handle")),
+]
+
 VERBLESS: list[Case] = [
     ("banana onto the tray", _place("banana", "tray", "base")),
     ("cube into the bowl please", _place("cube", "bowl", "body")),
@@ -105,7 +112,8 @@ VERBLESS: list[Case] = [
     ("pick up the mug and don't grab the handle", _intent("mug", "body", A.PICK, keep=("handle",))),
 ]
 
-CASES = POLITENESS + PLACE_VERBS + ON_THE_SURFACE + POUR_CONTENTS + RESTATED_GOAL + HANG_BY_PART + VERBLESS
+CASES = (POLITENESS + PLACE_VERBS + ON_THE_SURFACE + POUR_CONTENTS + RESTATED_GOAL + HANG_BY_PART + FRONTED
+         + VERBLESS)
 
 
 @pytest.mark.parametrize(("text", "expected"), CASES, ids=[c[0] for c in CASES])
@@ -143,6 +151,8 @@ REFUSALS: list[tuple[str, Sequence[str] | None, ParseErrorKind, str]] = [
     ("drawer closed", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
     # A please in another clause asks for that clause, not for the description before it.
     ("the drawer open, please close it", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
+    # A fronted phrase that names no thing is no receiver ("In the meantime, ...").
+    ("In the meantime, put the cube in the bowl", None, ParseErrorKind.UNKNOWN_VERB, "no action verb"),
     # What not to do is never read as what to do.
     ("don't put the cup on the plate", None, ParseErrorKind.UNSUPPORTED, "says what not to do"),
     ("please do not open the drawer", None, ParseErrorKind.UNSUPPORTED, "says what not to do"),
