@@ -1316,8 +1316,7 @@ def parse(
         raise TaskParseError(
             f"a task sentence is at most {MAX_TEXT_CHARS} characters, this one has {len(text)}: "
             "say one task in one sentence", ParseErrorKind.TOO_LONG, text[:80])
-    return _Parser(_purpose_dropped(_fronted(_where_they_stand(text))), _scope(known_objects),
-                   config or ParserConfig(), original=text).run()
+    return _Parser(_reworded(text), _scope(known_objects), config or ParserConfig(), original=text).run()
 
 
 #: Where a sentence that asks for several tasks in turn is cut: ", then", "and then", "; ",
@@ -1397,6 +1396,12 @@ def _fronted(text: str) -> str:
     if not any(lx.NOUN_INDEX.match(dest, i) is not None for i in range(len(dest))):
         return text  # "In the meantime, put ...": no thing named, no receiver
     return f"{m.group('rest')} {m.group('prep')} {m.group('dest')}{m.group('end')}"
+
+
+def _reworded(text: str) -> str:
+    """``text`` as the parser reads it: a relative clause that only places things on the table
+    dropped, a receiver said first put after the request, asides dropped."""
+    return _purpose_dropped(_fronted(_where_they_stand(text)))
 
 
 def _where_they_stand(text: str) -> str:
@@ -1738,7 +1743,7 @@ def parse_steps(
             sequence words.
     """
     if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS:
-        text = _covered(_wished(_purpose_dropped(_fronted(_where_they_stand(text)))), _scope(known_objects))
+        text = _covered(_wished(_reworded(text)), _scope(known_objects))
         tower = _tower(text, known_objects, config)
         if tower is not None:
             return tower
@@ -1850,19 +1855,17 @@ def _dangling_reading(piece: str, before: Intent) -> str | None:
     hit = _DANGLING.search(piece)
     if hit is None or not before.destination:
         return None
-    tokens = lx.tokenize(piece)
-    i = 0
-    while i < len(tokens) and (lead := lx.LEADING_FILLERS.match(tokens, i)) is not None:
-        i += lead[0]
-    verb = lx.VERB_INDEX.match(tokens, i)
+    verb = lx.VERB_INDEX.match(_Parser._strip_fillers(lx.tokenize(piece)), 0)
     if verb is None or verb[1][0].action not in (NextAction.PLACE, NextAction.STACK, NextAction.INSERT):
         return None
     dest = CATEGORIES.get(before.destination)
     does = dest.affordances.get(before.destination_region or "", ()) if dest is not None else ()
     prep = hit.group(1).lower()
-    into = prep in ("in", "into", "inside")
-    if ("support" if into else "contain") in does and ("contain" if into else "support") not in does:
-        return None  # in a plate, on a mug's inside
+    if prep in ("in", "into", "inside"):
+        if "support" in does and "contain" not in does:
+            return None  # in a plate
+    elif dest is not None and dest.holds_inside(before.destination_region):
+        return None  # on a box's inside
     return f"{piece[:hit.start()]} {prep} the {before.destination.replace('_', ' ')}"
 
 
