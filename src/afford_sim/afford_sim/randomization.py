@@ -493,10 +493,17 @@ def apply_look(spec: mujoco.MjSpec, draw: DomainDraw, objects: Iterable[str],
         spec.visual.headlight.diffuse = [0.5 * level] * 3
 
 
-def add_rgb_noise(rgb: np.ndarray, std: float, rng: np.random.Generator) -> np.ndarray:
-    """``rgb`` (uint8) with Gaussian noise of ``std`` levels, rounded and clipped to 0..255."""
-    noisy = rgb.astype(np.float32) + rng.normal(0.0, std, size=rgb.shape).astype(np.float32)
-    return np.clip(np.rint(noisy), 0, 255).astype(np.uint8)
+def add_rgb_noise(rgb: np.ndarray, std: float, rng: np.random.Generator, float32: bool = False) -> np.ndarray:
+    """``rgb`` (uint8) with Gaussian noise of ``std`` levels, rounded and clipped to 0..255.
+
+    ``float32`` draws the noise in single precision (another stream of the same model, about
+    twice as fast): the sim graph's publisher, beside the 1 kHz simulation loop, takes it; the
+    batch world keeps the double-precision draw its recorded rollouts were made with."""
+    if float32:
+        noise = np.float32(std) * rng.standard_normal(rgb.shape, dtype=np.float32)
+    else:
+        noise = rng.normal(0.0, std, size=rgb.shape).astype(np.float32)
+    return np.clip(np.rint(rgb.astype(np.float32) + noise), 0, 255).astype(np.uint8)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ from afford_sim.franky_world import (
     raise_priority,
 )
 from afford_sim.policy_cameras import FRONT, SCENE_CAMERAS, WRIST, policy_cameras
-from afford_sim.randomization import NOISE_SALT, DomainDraw, domain_randomization
+from afford_sim.randomization import NOISE_SALT, DomainDraw, add_rgb_noise, domain_randomization
 from afford_sim.sim_render import Frame, RenderConfig, RenderProcess
 
 NODE_NAME = "sim_world"
@@ -180,10 +180,9 @@ _DESCRIPTIONS = {
 
 
 def _noisy(rgb: np.ndarray, std: float, seed: list[int]) -> np.ndarray:
-    """``rgb`` with Gaussian noise of ``std`` levels (``add_rgb_noise``'s model, drawn in float32:
-    this runs in the process of the 1 kHz simulation loop, on every published image)."""
-    noise = np.random.default_rng(seed).standard_normal(rgb.shape, dtype=np.float32)
-    return np.clip(np.rint(rgb.astype(np.float32) + np.float32(std) * noise), 0, 255).astype(np.uint8)
+    """``rgb`` with the batch world's pixel noise model, drawn from ``seed`` in float32 (this runs
+    in the process of the 1 kHz simulation loop, on every published image)."""
+    return add_rgb_noise(rgb, std, np.random.default_rng(seed), float32=True)
 
 
 def _randomized(info: SceneInfo) -> str:
