@@ -133,12 +133,12 @@ def run(cfg: BenchConfig) -> list[tuple[float, float, float]]:
 
 def _trials(cfg: BenchConfig, domain: int) -> list[tuple[float, float, float]]:
     import rclpy
-    from rclpy.action import ActionClient
     from rclpy.executors import MultiThreadedExecutor
     from sensor_msgs.msg import JointState
     from std_msgs.msg import Empty
 
     from afford_interfaces.action import FollowTrajectory
+    from afford_ros.action_client import GoalSafeActionClient
     from afford_ros.nodes.convert import trajectory_msg
     from afford_ros.qos import qos_profile
 
@@ -155,7 +155,7 @@ def _trials(cfg: BenchConfig, domain: int) -> list[tuple[float, float, float]]:
 
     node.create_subscription(JointState, "/joint_states", on_state, qos_profile("sensor"))
     stop_pub = node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
-    action: ActionClient = ActionClient(node, FollowTrajectory, "/executor/follow_trajectory")
+    action: GoalSafeActionClient = GoalSafeActionClient(node, FollowTrajectory, "/executor/follow_trajectory")
     executor = MultiThreadedExecutor(num_threads=2, context=ctx)
     executor.add_node(node)
     threading.Thread(target=executor.spin, daemon=True).start()

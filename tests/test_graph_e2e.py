@@ -88,14 +88,14 @@ class Monitor:
         from std_msgs.msg import Empty
 
         self.stop_pub = self.node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
-        from rclpy.action import ActionClient
         from rclpy.executors import SingleThreadedExecutor
 
         from afford_interfaces.action import RunTask
+        from afford_ros.action_client import GoalSafeActionClient
 
         # Made before the spin starts: rclpy's ActionClient registers itself with the node before
         # it is fully built, and a spin running meanwhile dies on the half-made client.
-        self.run_task: Any = ActionClient(self.node, RunTask, "/run_task")
+        self.run_task: Any = GoalSafeActionClient(self.node, RunTask, "/run_task")
 
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
@@ -478,7 +478,6 @@ def test_bad_input_from_anywhere_on_the_graph_is_refused_and_nothing_moves(graph
     move; and perception still works on the real camera afterwards (a forged frame stamped in
     the future would otherwise be taken as the newest frame until its stamp passed)."""
     from geometry_msgs.msg import Pose, PoseStamped
-    from rclpy.action import ActionClient
     from sensor_msgs.msg import Image
     from std_msgs.msg import Header
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -486,6 +485,7 @@ def test_bad_input_from_anywhere_on_the_graph_is_refused_and_nothing_moves(graph
     from afford_interfaces.action import FollowTrajectory
     from afford_interfaces.msg import Intent
     from afford_interfaces.srv import ApproveTrial, Gripper, InjectFault, Perceive, PlanGrasp, ResetScene
+    from afford_ros.action_client import GoalSafeActionClient
     from afford_ros.nodes.clouds import to_cloud
     from afford_ros.nodes.convert import image_to_msg
     from afford_ros.qos import qos_profile
@@ -609,7 +609,7 @@ def test_bad_input_from_anywhere_on_the_graph_is_refused_and_nothing_moves(graph
     res = _answer(monitor, ApproveTrial, "/task_server/approve", ApproveTrial.Request(approve=True))
     assert not res.accepted and "operator's token" in res.message, res.message
     # The executor's action: each goal refused (or run to a refusal) with a reason.
-    follow: Any = ActionClient(node, FollowTrajectory, "/executor/follow_trajectory")
+    follow: Any = GoalSafeActionClient(node, FollowTrajectory, "/executor/follow_trajectory")
     try:
         assert follow.wait_for_server(timeout_sec=10.0)
         for traj in (JointTrajectory(), chunk([nan] * 7), chunk([huge] * 7), chunk(q0, names=["a"] * 7)):

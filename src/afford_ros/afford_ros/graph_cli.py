@@ -60,13 +60,13 @@ def run_task(
         TimeoutError: no task server answered, or the trial outlived ``timeout``.
     """
     from action_msgs.msg import GoalStatus
-    from rclpy.action import ActionClient
 
     from afford_interfaces.action import RunTask
+    from afford_ros.action_client import GoalSafeActionClient
 
     session = _Session("afford_task_cli")
     node = session.node
-    client: Any = ActionClient(node, RunTask, "/run_task")
+    client: Any = GoalSafeActionClient(node, RunTask, "/run_task")
     done = threading.Event()
 
     def feedback(msg: Any) -> None:

@@ -142,7 +142,6 @@ class Graph:
 
     def __init__(self) -> None:
         import rclpy
-        from rclpy.action import ActionClient
         from rclpy.executors import MultiThreadedExecutor
         from sensor_msgs.msg import JointState
         from std_msgs.msg import Empty
@@ -151,6 +150,7 @@ class Graph:
         from afford_interfaces.action import FollowTrajectory
         from afford_interfaces.msg import RobotError
         from afford_interfaces.srv import Gripper
+        from afford_ros.action_client import GoalSafeActionClient
         from afford_ros.qos import qos_profile
 
         self.context = rclpy.Context()
@@ -169,7 +169,7 @@ class Graph:
         self.targets_pub = self.node.create_publisher(
             JointTrajectory, "/executor/joint_targets", qos_profile("reliable")
         )
-        self.action: Any = ActionClient(self.node, FollowTrajectory, "/executor/follow_trajectory")
+        self.action: Any = GoalSafeActionClient(self.node, FollowTrajectory, "/executor/follow_trajectory")
         self.gripper: Any = self.node.create_client(Gripper, "/executor/gripper")
         self.recover: Any = self.node.create_client(Trigger, "/executor/recover")
         self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
@@ -931,14 +931,14 @@ class _ActionSide:
     """A minimal action client and stop publisher; build it before the node spins."""
 
     def __init__(self, ctx: Any, node: Any) -> None:
-        from rclpy.action import ActionClient
         from std_msgs.msg import Empty
 
         from afford_interfaces.action import FollowTrajectory
+        from afford_ros.action_client import GoalSafeActionClient
         from afford_ros.qos import qos_profile
 
         self.FollowTrajectory, self.Empty = FollowTrajectory, Empty
-        self.action: Any = ActionClient(node, FollowTrajectory, "/executor/follow_trajectory")
+        self.action: Any = GoalSafeActionClient(node, FollowTrajectory, "/executor/follow_trajectory")
         self.stop_pub = node.create_publisher(Empty, "/afford/stop", qos_profile("reliable"))
 
     def wait_for_server(self) -> None:

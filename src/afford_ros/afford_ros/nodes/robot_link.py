@@ -27,7 +27,6 @@ import time
 from typing import Any
 
 import numpy as np
-from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
@@ -40,6 +39,7 @@ from afford_interfaces.action import FollowTrajectory
 from afford_interfaces.srv import Gripper
 from afford_planner.skills import SkillError
 from afford_ros import contract
+from afford_ros.action_client import GoalSafeActionClient
 from afford_ros.nodes.convert import trajectory_msg
 from afford_ros.qos import qos_profile
 
@@ -131,7 +131,7 @@ class GraphRobot:
             qos_profile("sensor"),
             callback_group=group,
         )
-        self._follow: Any = ActionClient(
+        self._follow: Any = GoalSafeActionClient(
             node, FollowTrajectory, "/executor/follow_trajectory", callback_group=group
         )
         self._gripper: Any = node.create_client(Gripper, "/executor/gripper", callback_group=group)

@@ -36,7 +36,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo
@@ -47,6 +47,7 @@ from afford_interfaces.action import ExecuteSkill, RunPolicy, RunTask
 from afford_interfaces.srv import ApproveTrial, Perceive, PlanGrasp, ResetScene
 from afford_perception.parser import parse_steps
 from afford_ros import contract, operator_token
+from afford_ros.action_client import GoalSafeActionClient
 from afford_ros.nodes.spin import run_node
 from afford_ros.qos import qos_profile
 from afford_sim.tasks import TASKS, CompositeTask, find_task, get_task
@@ -186,10 +187,10 @@ class TaskServerNode(Node):
         self.evaluate_client: Any = self.create_client(Trigger, "/sim_world/evaluate", callback_group=group)
         self.perceive_client: Any = self.create_client(Perceive, "/perception/perceive", callback_group=group)
         self.plan_client: Any = self.create_client(PlanGrasp, "/planner/plan_grasp", callback_group=group)
-        self.skill_client: Any = ActionClient(
+        self.skill_client: Any = GoalSafeActionClient(
             self, ExecuteSkill, EXECUTE_SKILL, callback_group=group
         )
-        self.policy_client: Any = ActionClient(self, RunPolicy, RUN_POLICY, callback_group=group)
+        self.policy_client: Any = GoalSafeActionClient(self, RunPolicy, RUN_POLICY, callback_group=group)
         # Only the operator's tool can read this token (a file private to this account); an
         # approval without it is refused, whoever can reach the graph.
         self._token, self.token_file = operator_token.write_token()
