@@ -1126,7 +1126,7 @@ class _Parser:
                                     f"{containers[0].words}; name one source")
             elif target.kind in ("substance", "empty", "pronoun") and containers:
                 target = containers[0]
-            elif target.kind in ("substance", "empty", "pronoun"):
+            elif target.kind in ("substance", "empty"):
                 raise self.fail(ParseErrorKind.INCOMPLETE,
                                 f"'{self.text}' does not say what to pour from: e.g. 'pour water from the "
                                 "kettle into the bowl'")
@@ -1400,8 +1400,41 @@ def _fronted(text: str) -> str:
 
 def _reworded(text: str) -> str:
     """``text`` as the parser reads it: a relative clause that only places things on the table
-    dropped, a receiver said first put after the request, asides dropped."""
-    return _purpose_dropped(_fronted(_where_they_stand(text)))
+    dropped, a receiver said first put after the request, a fill said as the pour it is, asides
+    dropped."""
+    return _purpose_dropped(_filled(_fronted(_where_they_stand(text))))
+
+
+_NP = r"(?:the|a|an|this|that|your|my)\s+[\w-]+(?:\s+[\w-]+)?"
+#: A pour said by the vessel it fills: "use the kettle to fill the bowl", "fill the bowl with the
+#: kettle" (or "from" / "using" it).
+_FILL = (
+    re.compile(rf"\buse\s+(?P<src>{_NP})\s+to\s+fill(?:\s+up)?\s+(?P<dest>{_NP})", re.IGNORECASE),
+    re.compile(rf"\bfill(?:\s+up)?\s+(?P<dest>{_NP})(?:\s+up)?\s+(?:with|from|using)\s+(?P<src>{_NP})",
+               re.IGNORECASE),
+)
+
+
+def _pours(phrase: str) -> bool:
+    """Whether a noun phrase names a thing with a part that pours out (a kettle, a mug), not
+    what is poured ("water") or things put in ("the cubes")."""
+    tokens = lx.tokenize(phrase)
+    for i in range(len(tokens)):
+        hit = lx.NOUN_INDEX.match(tokens, i)
+        if hit is not None:
+            return any(sense.kind == "object" and _can(NextAction.POUR, str(sense.value)) for sense in hit[1])
+    return False
+
+
+def _filled(text: str) -> str:
+    """A fill said with the vessel it is poured from ("use the kettle to fill the bowl", "fill
+    the bowl from the kettle") as that pour ("pour the kettle into the bowl"); a fill with what
+    is put in ("fill the box with the cubes") or with no source stays as it is."""
+    for pattern in _FILL:
+        m = pattern.search(text)
+        if m is not None and _pours(m.group("src")):
+            return f"{text[:m.start()]}pour {m.group('src')} into {m.group('dest')}{text[m.end():]}"
+    return text
 
 
 def _where_they_stand(text: str) -> str:
@@ -1807,6 +1840,8 @@ def parse_steps(
         return intents
 
 
+#: What says a step does again what the step before did: "pour it into the mug as well".
+_AGAIN = re.compile(r"\b(?:as\s+well|too|also)\b", re.IGNORECASE)
 _IT = re.compile(r"\b(?:it|that)\b(?!\s*(?:'s|is)\b)", re.IGNORECASE)
 def _verbless(piece: str) -> bool:
     """Whether a step says no action of its own: it starts with the thing ("the soup can", "the
@@ -1844,6 +1879,12 @@ def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:
             out.append(f"{verb} {elided} {'in' if contains else 'on'} the {receiver}")
         if re.match(r"^(?:in|into|on|onto|inside|over)\b", elided, re.IGNORECASE):
             out.append(f"{verb} {thing} {elided}")
+    if before.next_action is NextAction.POUR:
+        # "use the kettle to fill the bowl, then fill the mug": the same source, the new vessel.
+        m = re.match(rf"^(?:and\s+)?(?:then\s+)?fill(?:\s+up)?\s+(?P<dest>{_NP})(?:\s+up)?\s*(?P<rest>.*)$",
+                     piece.strip(), re.IGNORECASE)
+        if m is not None:
+            out.append(f"pour {thing} into {m.group('dest')} {m.group('rest')}".strip())
     return out
 
 
@@ -1891,6 +1932,15 @@ def _referent(piece: str, error: str, before: Intent, known_objects: Sequence[st
     put it in the mug"), or neither, None: the step is refused, never guessed."""
     if "refers to nothing named before it" not in error or not _IT.search(piece):
         return None
+    if _AGAIN.search(piece):
+        # "..., then pour it into the mug as well": the same thing done again, to a new place.
+        try:
+            same = _IT.sub(f"the {before.target.replace('_', ' ')}", piece, count=1)
+            again = parse(same, known_objects, config)
+        except TaskParseError:
+            again = None
+        if again is not None and again.next_action is before.next_action and again.target == before.target:
+            return again
     readings = []
     for name in (before.target, before.destination):
         if not name:

@@ -497,6 +497,17 @@ def test_a_sequence_is_cut_into_its_tasks(text: str) -> None:
     # "It" that can be one thing only: a bowl has nothing to hang it by.
     ("empty the mug into the bowl, then hang it on the rack",
      [("mug", "pour", "bowl"), ("mug", "hang", "rack")]),
+    # "As well", "too", "also": the same thing done again, to a new place, whatever else "it"
+    # could name.
+    ("pour the kettle into the bowl and after that pour it into the mug as well",
+     [("kettle", "pour", "bowl"), ("kettle", "pour", "mug")]),
+    ("put the banana on the plate, then put it in the mug too",
+     [("banana", "place", "plate"), ("banana", "place", "mug")]),
+    # A fill said by the vessel poured from is that pour; a later fill pours from it again.
+    ("use the kettle to fill the bowl, then fill the mug",
+     [("kettle", "pour", "bowl"), ("kettle", "pour", "mug")]),
+    ("fill the bowl with the kettle", [("kettle", "pour", "bowl")]),
+    ("fill up the mug from the kettle", [("kettle", "pour", "mug")]),
 ])
 def test_a_later_step_leaves_to_the_step_before_what_it_does_not_say(
         text: str, steps: list[tuple[str, str, str | None]]) -> None:
@@ -523,6 +534,10 @@ def test_a_grasp_and_its_next_action_stay_one_task() -> None:
     # A pronoun that could be either thing of the step before (the banana or the plate): refused
     # with the piece, never guessed.
     ("put the banana on the plate, then put it in the mug", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
+    ("pour the kettle into the bowl, then pour it into the mug", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
+    # A fill with what goes in, or with nothing to pour from, is no pour.
+    ("fill the box with the cubes, then put the bowl on the plate", ParseErrorKind.UNKNOWN_VERB, "fill"),
+    ("put the bowl on the plate, then fill it with water", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),
     ("put the banana on the plate, then juggle the cube", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),
     # A bare preposition with no step before it names no receiver; after one, only a put takes
     # the receiver before, where the preposition fits it, and never into itself.
