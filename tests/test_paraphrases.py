@@ -103,3 +103,61 @@ def test_the_new_tasks_sentences_keep_reaching_their_tasks() -> None:
     missed = {(t, s) for t, s, got, _ in ro.read(rows) if got != t}
     assert not missed - NEW_TASKS_NOT_READ_YET, missed - NEW_TASKS_NOT_READ_YET
     assert missed == NEW_TASKS_NOT_READ_YET, "a listed sentence now parses: update the list"
+
+
+#: The eighth author's sentences (three for each of the 39 benchmark tasks, in every style they
+#: could think of; they read no code) that the parser does not read yet: a reason given as a
+#: statement first ("Somebody left the microwave open; ..."), a wish ("I need the bowl sitting on
+#: the plate"), verbs it does not know ("toss", "let it fall", "add ... to", "tip ... out"), a
+#: manner said by what not to do ("by lifting it, not sliding it"), a part said by its position
+#: ("the drawer at the bottom of the dresser") and a grasp part on a hang ("using its handle").
+ALL_TASKS_NOT_READ_YET = {
+    ('close-microwave-v1',
+     'Somebody left the microwave open; could you close its door?'),
+    ('hang-teacup-v1',
+     'Please hook the tea cup onto the cup stand using its handle.'),
+    ('hang-teacup-v1',
+     'teacup on rack, hang by handle'),
+    ('open-chest-bottom-drawer-v1',
+     'Could you pull the drawer at the bottom of the dresser open for me?'),
+    ('place-bell-pepper-soup-can-cube-paper-box-v1',
+     'First the pepper, then the soup tin, then the block: put each one into the cardboard box.'),
+    ('place-bowl-plate-v1',
+     "I need the bowl sitting on the plate, if you don't mind."),
+    ('place-carrot-bowl-v2',
+     'Toss the carrot into the bowl for me.'),
+    ('place-carrot-plate-then-cube-plate-v1',
+     'First place the carrot onto the plate and after that please add the block to the same plate.'),
+    ('place-carrot-plate-v1',
+     'Please can you lay the carrot onto the plate, I want to serve it.'),
+    ('place-chocolate-box-sugar-box-v1',
+     'Would you kindly place the box of chocolate onto the box of sugar lying there?'),
+    ('place-cube-mug-v2',
+     'Pick up the cube and then let it fall into the mug.'),
+    ('place-paper-cup-table-v1',
+     "I'd like the paper cup picked up and set back down in another place on the table."),
+    ('place-paper-cup-table-v1',
+     'Move the paper cup to a different spot on the table by lifting it, not sliding it.'),
+    ('place-paper-cups-tray-v1',
+     'paper cups onto tray, all three'),
+    ('place-scrub-bottle-shelf-v1',
+     "Please place the bottle of scrubbing cleanser up on the shelf, it doesn't belong on the table."),
+    ('pour-basket-v1',
+     'Grab the small basket and then tip everything in it out into the bowl.'),
+    ('pour-kettle-v1',
+     'I need water in the bowl; would you fill it from the kettle?'),
+    ('push-cheese-box-v1',
+     'Please nudge the box of cheese crackers across the table until it sits on the mat; keep it on the '
+     'table the whole time.'),
+}
+
+
+def test_the_eighth_authors_sentences_keep_reaching_their_tasks() -> None:
+    """tests/data/benchmark_paraphrases_all_tasks.tsv, a development set: 3 sentences for each of
+    the 39 benchmark tasks; the ones not listed above reach their task and must keep reaching it."""
+    ro = _readout()
+    rows = ro.load(ROOT / "tests" / "data" / "benchmark_paraphrases_all_tasks.tsv")
+    assert len(rows) == 117 and len({t for t, _ in rows}) == 39
+    missed = {(t, s) for t, s, got, _ in ro.read(rows) if got != t}
+    assert not missed - ALL_TASKS_NOT_READ_YET, missed - ALL_TASKS_NOT_READ_YET
+    assert missed == ALL_TASKS_NOT_READ_YET, "a listed sentence now parses: update the list"

@@ -274,7 +274,7 @@ CATEGORIES: dict[str, Category] = {
             ("body", "lid"),
             {"body": ("grasp_body",), "lid": ("support",)},
             "body",
-            synonyms=("chocolate box", "chocolatebox", "box of chocolates", "candy box"),
+            synonyms=("chocolate box", "chocolatebox", "box of chocolates", "box of chocolate", "candy box"),
         ),
         _c(
             "sugar_box",
@@ -375,6 +375,8 @@ CATEGORIES: dict[str, Category] = {
             {"lid": ("support",), "knob": ("grasp_handle", "press")},
             "knob",
             synonyms=("lid",),
+            # A lid's knob is what people call its handle ("take the lid by its little handle").
+            part_synonyms={"knob": ("handle", "little handle", "grip")},
             covers=True,
         ),
         _c(
@@ -382,7 +384,7 @@ CATEGORIES: dict[str, Category] = {
             ("base", "pole", "hook"),
             {"base": ("support",), "pole": ("support",), "hook": ("hang",)},
             "pole",
-            synonyms=("rack", "mug rack", "mug tree", "hook", "stand"),
+            synonyms=("rack", "mug rack", "mug tree", "hook", "stand", "cup stand", "cup rack", "mug stand"),
             fixed=True,
         ),
         _c(

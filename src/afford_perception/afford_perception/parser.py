@@ -1402,7 +1402,59 @@ def _reworded(text: str) -> str:
     """``text`` as the parser reads it: a relative clause that only places things on the table
     dropped, a receiver said first put after the request, a fill said as the pour it is, asides
     dropped."""
-    return _purpose_dropped(_filled(_fronted(_where_they_stand(text))))
+    return _purpose_dropped(_filled(_fronted(_topic_first(_reason_first(_where_they_stand(text))))))
+
+
+#: A reason said before the request and joined to it by "so": "I need to heat something up, so
+#: please open the microwave door", "I'm about to cook, so could you ...".
+_REASON_FIRST = re.compile(
+    r"^\s*(?:i|we|i['’]m|im|we['’]re|i['’]ve|we['’]ve|i\s+am|we\s+are)\b[^;.!?]*?,?\s+so\s+"
+    r"(?P<rest>(?:please|could|can|would|will|kindly)\b.*)$", re.IGNORECASE)
+
+
+def _reason_first(text: str) -> str:
+    """``text`` without a reason said before its request ("I need something from the cabinet,
+    so please slide its drawer open"): the request after "so" stands alone. A request that points
+    back into the reason ("..., so please put it there") is then refused, its "it" naming
+    nothing."""
+    m = _REASON_FIRST.match(text)
+    return m.group("rest") if m else text
+
+
+#: A thing named first and then what to do with it: "kettle, pour into bowl", "mug: pour into
+#: bowl, then hang on rack", "top drawer, open".
+_TOPIC_FIRST = re.compile(r"^\s*(?P<topic>[\w\s'-]{2,40}?)\s*[,:]\s*(?P<rest>\w.*)$", re.IGNORECASE)
+#: What may follow the verb of a request whose thing was named first: nothing, or where.
+_NO_OBJECT = frozenset({"in", "into", "on", "onto", "inside", "over", "to", "by", "from", "up", "it",
+                        "them", "please", "now", "out"})
+
+
+def _topic_first(text: str) -> str:
+    """A request whose thing is named first ("kettle, pour into bowl", "top drawer, open it") as
+    the request with the thing after its verb ("pour the kettle into bowl", "open the top drawer");
+    only when the whole topic names a thing or a part we know and the verb after it takes no
+    object of its own (in "plate, put the banana on it" the plate is no topic)."""
+    m = _TOPIC_FIRST.match(text)
+    if m is None:
+        return text
+    topic = lx.tokenize(m.group("topic"))
+    if topic and topic[0] in ("the", "a", "an", "this", "that"):
+        topic = topic[1:]
+    hit = lx.NOUN_INDEX.match(topic, 0) if topic else None
+    if hit is None or hit[0] != len(topic):
+        return text
+    rest = m.group("rest")
+    words = lx.tokenize(rest)
+    verb = lx.VERB_INDEX.match(words, 0)
+    if verb is None:
+        return text
+    after = words[verb[0]] if len(words) > verb[0] else None
+    if after is not None and after not in _NO_OBJECT:
+        return text
+    verb_words = rest.split()[:verb[0]]
+    tail = " ".join(rest.split()[verb[0]:])
+    tail = re.sub(r"^(?:it|them)\b\s*", "", tail, flags=re.IGNORECASE)
+    return f"{' '.join(verb_words)} the {' '.join(topic)} {tail}".strip()
 
 
 _NP = r"(?:the|a|an|this|that|your|my)\s+[\w-]+(?:\s+[\w-]+)?"
@@ -1668,6 +1720,41 @@ _QUANTIFIERS = frozenset({"all", "each", "every", "both", "of", "the", "these", 
 _EVERY = frozenset({"all", "each", "every", "both"})
 
 
+#: Things of different kinds listed for one put: "put the bell pepper, the soup can, and the cube
+#: into the cardboard box, in that order".
+_LISTED = re.compile(
+    r"^(?P<pre>.*?\b)(?P<verb>(?:put|place|move|drop|set|pack|load)(?:\s+down)?)\s+"
+    r"(?P<items>(?:the|a|an)\s+[\w\s-]+?(?:\s*,\s*(?:the|a|an)\s+[\w\s-]+?)*\s*,?\s+and\s+(?:then\s+)?"
+    r"(?:the|a|an)\s+[\w\s-]+?)\s+(?P<prep>in|into|on|onto|inside)\s+(?P<dest>(?:the|a|an)\s+[\w\s-]+?)"
+    r"(?:\s*,?\s*(?:in\s+that\s+order|one\s+after\s+the\s+other|one\s+by\s+one))?\s*[.!?]*\s*$",
+    re.IGNORECASE)
+
+
+def _listed(text: str) -> str:
+    """A put of things of different kinds listed ("put the bell pepper, the soup can, and the
+    cube into the box", "... in that order") as the sequence it is, one put each in the order
+    said ("put the bell pepper into the box, then put the soup can into the box, then ...");
+    every item must name a thing we know, of at least two kinds (several of one kind are
+    :func:`_several`'s); any other sentence as it is."""
+    m = _LISTED.match(text)
+    if m is None:
+        return text
+    items = [i.strip() for i in re.split(r"\s*,\s*(?:and\s+(?:then\s+)?)?|\s+and\s+(?:then\s+)?",
+                                         m.group("items")) if i.strip()]
+    kinds = []
+    for item in items:
+        tokens = lx.tokenize(item)[1:]  # without its article
+        hit = lx.NOUN_INDEX.match(tokens, 0) if tokens else None
+        if hit is None or hit[0] != len(tokens) or not any(sense.kind == "object" for sense in hit[1]):
+            return text
+        kinds.append(next(str(sense.value) for sense in hit[1] if sense.kind == "object"))
+    if len(items) < 2 or len(set(kinds)) < 2:
+        return text
+    verb = m.group("verb").lower()
+    where = f"{m.group('prep')} {m.group('dest')}"
+    return m.group("pre") + ", then ".join(f"{verb} {item} {where}" for item in items)
+
+
 def _several(text: str, known_objects: Sequence[str] | None,
              config: ParserConfig | None) -> list[Intent] | None:
     """Several things of one kind put on one receiver, as one place each: "put the three paper
@@ -1777,6 +1864,7 @@ def parse_steps(
     """
     if isinstance(text, str) and len(text) <= MAX_TEXT_CHARS:
         text = _covered(_wished(_reworded(text)), _scope(known_objects))
+        text = _listed(text)
         tower = _tower(text, known_objects, config)
         if tower is not None:
             return tower
@@ -1879,6 +1967,21 @@ def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:
             out.append(f"{verb} {elided} {'in' if contains else 'on'} the {receiver}")
         if re.match(r"^(?:in|into|on|onto|inside|over)\b", elided, re.IGNORECASE):
             out.append(f"{verb} {thing} {elided}")
+    if error.startswith("no object to") or "does not say what to pour from" in error:
+        # "mug: pour into bowl, then hang on rack", "pour the kettle into the bowl, then pour
+        # into the mug": a verb with no object of its own acts on the thing the step before held.
+        words = piece.split()
+        said = lx.VERB_INDEX.match(lx.tokenize(piece), 0)
+        if said is not None and len(words) > said[0] and words[said[0]].lower() in (
+                "in", "into", "on", "onto", "inside", "over", "to"):
+            out.append(f"{' '.join(words[:said[0]])} {thing} {' '.join(words[said[0]:])}")
+    if "does not say what to pour from" in error and before.next_action is NextAction.POUR:
+        # "..., and after that pour some into the mug as well": poured from what poured before.
+        some = re.sub(r"^(\s*(?:and\s+)?(?:then\s+)?pour)\s+"
+                      r"(?:some|a\s+little|a\s+bit|more|the\s+rest|water)\b",
+                      rf"\1 from {thing}", piece, count=1, flags=re.IGNORECASE)
+        if some != piece:
+            out.append(some)
     if before.next_action is NextAction.POUR:
         # "use the kettle to fill the bowl, then fill the mug": the same source, the new vessel.
         m = re.match(rf"^(?:and\s+)?(?:then\s+)?fill(?:\s+up)?\s+(?P<dest>{_NP})(?:\s+up)?\s*(?P<rest>.*)$",

@@ -508,6 +508,26 @@ def test_a_sequence_is_cut_into_its_tasks(text: str) -> None:
      [("kettle", "pour", "bowl"), ("kettle", "pour", "mug")]),
     ("fill the bowl with the kettle", [("kettle", "pour", "bowl")]),
     ("fill up the mug from the kettle", [("kettle", "pour", "mug")]),
+    # A verb with no object of its own acts on what the step before held; "some" poured from it.
+    ("pour the kettle into the bowl, then pour into the mug",
+     [("kettle", "pour", "bowl"), ("kettle", "pour", "mug")]),
+    ("pour the kettle into the bowl, then pour some into the mug",
+     [("kettle", "pour", "bowl"), ("kettle", "pour", "mug")]),
+    # A thing named first, then what to do with it.
+    ("kettle, pour into bowl", [("kettle", "pour", "bowl")]),
+    ("mug: pour into bowl, then hang on rack", [("mug", "pour", "bowl"), ("mug", "hang", "rack")]),
+    ("top drawer, open", [("chest", "open", None)]),
+    ("drawer, open it", [("cabinet", "open", None)]),
+    # A reason first, joined by "so", then the request.
+    ("I need to heat something up, so please open the microwave door", [("microwave", "open", None)]),
+    # Things of different kinds listed for one put: one put each, in the order said.
+    ("put the bell pepper, the soup can, and the cube into the box, in that order",
+     [("bell_pepper", "place", "box"), ("soup_can", "place", "box"), ("cube", "place", "box")]),
+    ("could you put the carrot and the cube on the plate?",
+     [("carrot", "place", "plate"), ("cube", "place", "plate")]),
+    # A non-native speaker's "please you", "please to".
+    ("please you put the cube in the mug", [("cube", "place", "mug")]),
+    ("could you please to open the drawer", [("cabinet", "open", None)]),
 ])
 def test_a_later_step_leaves_to_the_step_before_what_it_does_not_say(
         text: str, steps: list[tuple[str, str, str | None]]) -> None:
@@ -535,6 +555,11 @@ def test_a_grasp_and_its_next_action_stay_one_task() -> None:
     # with the piece, never guessed.
     ("put the banana on the plate, then put it in the mug", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
     ("pour the kettle into the bowl, then pour it into the mug", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
+    # A step with no object after one whose thing cannot do it; a request pointing back into a
+    # reason that was dropped; a topic the verb after it does not take.
+    ("put the banana on the plate, then hang on the rack", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
+    ("put the cube in the bowl, then pour some into the mug", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
+    ("I want the mug on the plate, so please put it there", ParseErrorKind.INCOMPLETE, "refers to nothing"),
     # A fill with what goes in, or with nothing to pour from, is no pour.
     ("fill the box with the cubes, then put the bowl on the plate", ParseErrorKind.UNKNOWN_VERB, "fill"),
     ("put the bowl on the plate, then fill it with water", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),
