@@ -1457,7 +1457,8 @@ def _topic_first(text: str) -> str:
     return f"{' '.join(verb_words)} the {' '.join(topic)} {tail}".strip()
 
 
-_NP = r"(?:the|a|an|this|that|your|my)\s+[\w-]+(?:\s+[\w-]+)?"
+_NP = (r"(?:the|a|an|this|that|your|my)\s+[\w-]+"
+       r"(?:\s+(?!(?:on|in|into|onto|and|then|from|with|using|to|at|by|of|for|please|first|up)\b)[\w-]+)?")
 #: A pour said by the vessel it fills: "use the kettle to fill the bowl", "fill the bowl with the
 #: kettle" (or "from" / "using" it).
 _FILL = (
@@ -1467,24 +1468,41 @@ _FILL = (
 )
 
 
-def _pours(phrase: str) -> bool:
-    """Whether a noun phrase names a thing with a part that pours out (a kettle, a mug), not
-    what is poured ("water") or things put in ("the cubes")."""
+def _one_thing(phrase: str) -> str | None:
+    """The category a noun phrase names as one whole thing ("the kettle", "the paper cup"), or
+    None: a plural ("the mugs": things put in), a thing and a part ("the mug handle"), or no
+    known thing ("water")."""
     tokens = lx.tokenize(phrase)
-    for i in range(len(tokens)):
-        hit = lx.NOUN_INDEX.match(tokens, i)
-        if hit is not None:
-            return any(sense.kind == "object" and _can(NextAction.POUR, str(sense.value)) for sense in hit[1])
-    return False
+    if tokens and tokens[0] in ("the", "a", "an", "this", "that", "your", "my"):
+        tokens = tokens[1:]
+    hit = lx.NOUN_INDEX.match(tokens, 0) if tokens else None
+    if hit is None or hit[0] != len(tokens) or " ".join(tokens) in lx.singulars():
+        return None
+    return next((str(sense.value) for sense in hit[1] if sense.kind == "object"), None)
+
+
+def _receives_pour(name: str) -> bool:
+    """Whether a category has a part that takes a pour in (a bowl's rim, a mug's)."""
+    cat = CATEGORIES.get(name)
+    return cat is not None and any("pour_in" in cat.affordances.get(p, ()) for p in cat.parts)
+
+
+def _pour_pair(src: str, dest: str) -> bool:
+    """Whether "fill ``dest`` from ``src``" is a pour: one thing that pours out into another
+    thing, of another kind, that takes a pour in."""
+    poured, filled = _one_thing(src), _one_thing(dest)
+    return (poured is not None and filled is not None and poured != filled
+            and _can(NextAction.POUR, poured) and _receives_pour(filled))
 
 
 def _filled(text: str) -> str:
     """A fill said with the vessel it is poured from ("use the kettle to fill the bowl", "fill
     the bowl from the kettle") as that pour ("pour the kettle into the bowl"); a fill with what
-    is put in ("fill the box with the cubes") or with no source stays as it is."""
+    is put in ("fill the box with the cubes", "fill the bowl with the mugs"), into what takes no
+    pour ("fill the drawer with the mug"), into its own kind, or with no source stays as it is."""
     for pattern in _FILL:
         m = pattern.search(text)
-        if m is not None and _pours(m.group("src")):
+        if m is not None and _pour_pair(m.group("src"), m.group("dest")):
             return f"{text[:m.start()]}pour {m.group('src')} into {m.group('dest')}{text[m.end():]}"
     return text
 
@@ -1958,7 +1976,9 @@ def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:
             out.append(done)
         elided = _GOES.sub(r"\1 \2", piece)
         out.append(f"{verb} {elided}")
-        if before.destination:
+        if before.destination and before.next_action is not NextAction.POUR:
+            # Not after a pour: "use the kettle to fill the mug, then the bowl" names the next
+            # vessel to fill, and "pour the bowl into the mug" would be a guess the other way.
             # The receiving part says the preposition: into what contains, onto what supports.
             dest = CATEGORIES.get(before.destination)
             does = dest.affordances.get(before.destination_region or "", ()) if dest is not None else ()
@@ -1986,7 +2006,7 @@ def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:
         # "use the kettle to fill the bowl, then fill the mug": the same source, the new vessel.
         m = re.match(rf"^(?:and\s+)?(?:then\s+)?fill(?:\s+up)?\s+(?P<dest>{_NP})(?:\s+up)?\s*(?P<rest>.*)$",
                      piece.strip(), re.IGNORECASE)
-        if m is not None:
+        if m is not None and _pour_pair(thing, m.group("dest")):
             out.append(f"pour {thing} into {m.group('dest')} {m.group('rest')}".strip())
     return out
 
@@ -2035,8 +2055,9 @@ def _referent(piece: str, error: str, before: Intent, known_objects: Sequence[st
     put it in the mug"), or neither, None: the step is refused, never guessed."""
     if "refers to nothing named before it" not in error or not _IT.search(piece):
         return None
-    if _AGAIN.search(piece):
-        # "..., then pour it into the mug as well": the same thing done again, to a new place.
+    if _AGAIN.search(piece) and before.next_action is NextAction.POUR:
+        # "..., then pour it into the mug as well": the same pour again, into a new vessel. Not
+        # for a put: "put the cube in the bowl, then also put it in the box" may move the bowl.
         try:
             same = _IT.sub(f"the {before.target.replace('_', ' ')}", piece, count=1)
             again = parse(same, known_objects, config)

@@ -497,12 +497,10 @@ def test_a_sequence_is_cut_into_its_tasks(text: str) -> None:
     # "It" that can be one thing only: a bowl has nothing to hang it by.
     ("empty the mug into the bowl, then hang it on the rack",
      [("mug", "pour", "bowl"), ("mug", "hang", "rack")]),
-    # "As well", "too", "also": the same thing done again, to a new place, whatever else "it"
-    # could name.
+    # "As well", "too", "also" after a pour: the same pour again, into a new vessel, whatever
+    # else "it" could name.
     ("pour the kettle into the bowl and after that pour it into the mug as well",
      [("kettle", "pour", "bowl"), ("kettle", "pour", "mug")]),
-    ("put the banana on the plate, then put it in the mug too",
-     [("banana", "place", "plate"), ("banana", "place", "mug")]),
     # A fill said by the vessel poured from is that pour; a later fill pours from it again.
     ("use the kettle to fill the bowl, then fill the mug",
      [("kettle", "pour", "bowl"), ("kettle", "pour", "mug")]),
@@ -534,6 +532,18 @@ def test_a_later_step_leaves_to_the_step_before_what_it_does_not_say(
     assert _steps(text) == steps
 
 
+@pytest.mark.parametrize("text", [
+    "fill the bowl with the mugs", "fill the cardboard box with the mugs", "fill the drawer with the mug",
+    "fill the bowl with the mug handle", "fill the mug with the mug", "use the mug to fill the cup",
+    "fill the bowl with water",
+])
+def test_a_fill_that_is_no_pour_of_one_thing_into_another_is_not_read_as_one(text: str) -> None:
+    """Things put in (a plural), a receiver that takes no pour, a part, one vessel into its own
+    kind, or no source at all: "fill" stays a verb the parser does not know."""
+    with pytest.raises(TaskParseError):
+        parse(text, config=NO_EMBEDDINGS)
+
+
 def test_a_bare_preposition_keeps_the_part_of_the_receiver_before() -> None:
     """"..., then put the soup can in": into the same drawer, not the cabinet's body."""
     from afford_perception.parser import parse_steps
@@ -560,6 +570,19 @@ def test_a_grasp_and_its_next_action_stay_one_task() -> None:
     ("put the banana on the plate, then hang on the rack", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
     ("put the cube in the bowl, then pour some into the mug", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
     ("I want the mug on the plate, so please put it there", ParseErrorKind.INCOMPLETE, "refers to nothing"),
+    # Found by a review, each once read as a wrong task: a verbless step after a pour names the
+    # next vessel or the next source, a guess either way; "too" after a put does not say
+    # whether "it" is the thing or its receiver; a later fill must be of another vessel that
+    # takes a pour.
+    ("use the kettle to fill the mug, then the bowl", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),
+    ("pour the kettle into the mug, then pour it into the bowl as well, then the pan",
+     ParseErrorKind.UNKNOWN_VERB, "step 3 of 3"),
+    ("put the cube in the bowl, then also put it in the box", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
+    ("put the banana on the plate, then put it on the banana as well", ParseErrorKind.INCOMPLETE,
+     "step 2 of 2"),
+    ("put the banana on the plate, then put it in the mug too", ParseErrorKind.INCOMPLETE, "step 2 of 2"),
+    ("pour the mug into the bowl, then fill the mug", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),
+    ("pour the kettle into the bowl, then fill the drawer", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),
     # A fill with what goes in, or with nothing to pour from, is no pour.
     ("fill the box with the cubes, then put the bowl on the plate", ParseErrorKind.UNKNOWN_VERB, "fill"),
     ("put the bowl on the plate, then fill it with water", ParseErrorKind.UNKNOWN_VERB, "step 2 of 2"),

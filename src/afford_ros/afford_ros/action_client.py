@@ -37,4 +37,15 @@ class GoalSafeActionClient(ActionClient):
 
     def send_goal_async(self, goal: Any, feedback_callback: Any = None, goal_uuid: Any = None) -> Any:
         with self._lock:
-            return super().send_goal_async(goal, feedback_callback=feedback_callback, goal_uuid=goal_uuid)
+            future = super().send_goal_async(goal, feedback_callback=feedback_callback, goal_uuid=goal_uuid)
+            self._drop_orphans()
+            return future
+
+    def _drop_orphans(self) -> None:
+        """Forget the futures rclpy made and then replaced: registered nowhere, never to be
+        completed, each would stay in the list the executor walks on every answer (one per goal
+        sent, for the life of a task server)."""
+        pending = (self._pending_goal_requests, self._pending_cancel_requests, self._pending_result_requests)
+        registered = {id(f) for requests in pending for f in requests.values()}
+        for orphan in [f for f in self._futures if id(f) not in registered and not f.done()]:
+            self.remove_future(orphan)
