@@ -112,6 +112,14 @@ def test_the_new_tasks_sentences_keep_reaching_their_tasks() -> None:
 #: manner said by what not to do ("by lifting it, not sliding it"), a part said by its position
 #: ("the drawer at the bottom of the dresser") and a grasp part on a hang ("using its handle").
 ALL_TASKS_NOT_READ_YET = {
+    # Read by a first version, refused since a review: a reason with a verb of ours in it
+    # ("packing") may ask something itself, and "no picking it up" is dropped silently on a
+    # task that must lift as well as on a push.
+    ('place-bell-pepper-soup-can-cube-paper-box-v1',
+     "I'm packing up, so please put the green pepper in the box first, next the can of soup, and finally the "
+     'cube.'),
+    ('push-coffee-can-v1',
+     'Could you push the coffee tin to the target mat, no picking it up?'),
     ('close-microwave-v1',
      'Somebody left the microwave open; could you close its door?'),
     ('hang-teacup-v1',

@@ -274,7 +274,7 @@ CATEGORIES: dict[str, Category] = {
             ("body", "lid"),
             {"body": ("grasp_body",), "lid": ("support",)},
             "body",
-            synonyms=("chocolate box", "chocolatebox", "box of chocolates", "box of chocolate", "candy box"),
+            synonyms=("chocolate box", "chocolatebox", "box of chocolates", "candy box"),
         ),
         _c(
             "sugar_box",
@@ -376,7 +376,7 @@ CATEGORIES: dict[str, Category] = {
             "knob",
             synonyms=("lid",),
             # A lid's knob is what people call its handle ("take the lid by its little handle").
-            part_synonyms={"knob": ("handle", "little handle", "grip")},
+            part_synonyms={"knob": ("handle",)},
             covers=True,
         ),
         _c(

@@ -268,7 +268,7 @@ LEADING_FILLERS: PhraseIndex[str] = PhraseIndex(
                      "would you be able to", "could you be able to", "are you able to", "can i ask you to",
                      "i would like you to please", "could you go ahead and", "real quick",
                      # a non-native speaker's "please you put ...", "could you please to put ..."
-                     "please you", "please to", "could you please to", "can you please to",
+                     "please you", "could you please to", "can you please to",
                      "would you please to", "would you be so kind as to", "be so kind as to",
                      "would you be so kind and",
                      # the verb follows as a gerund ("start by sliding the box onto the mat")
@@ -285,8 +285,7 @@ TAIL_FILLERS: PhraseIndex[str] = PhraseIndex(
                      "right away", "straight away", "as well",
                      # how a push is done, asking nothing more of it: a push never lifts
                      "without lifting it", "without lifting it up", "without picking it up",
-                     "without lifting them", "without picking them up", "without lifting",
-                     "no picking it up", "no lifting it", "no lifting", "no lifting it up")
+                     "without lifting them", "without picking them up", "without lifting")
 )
 
 # Where on the work surface, without naming a receiver: "somewhere else on the table", "shift

@@ -1316,7 +1316,12 @@ def parse(
         raise TaskParseError(
             f"a task sentence is at most {MAX_TEXT_CHARS} characters, this one has {len(text)}: "
             "say one task in one sentence", ParseErrorKind.TOO_LONG, text[:80])
-    return _Parser(_reworded(text), _scope(known_objects), config or ParserConfig(), original=text).run()
+    intent = _Parser(_reworded(text), _scope(known_objects), config or ParserConfig(), original=text).run()
+    if intent.next_action is NextAction.POUR and intent.destination == intent.target:
+        # "pour the mug into the mug": one vessel, or two of a kind the sentence does not tell apart.
+        raise TaskParseError(f"'{text}' pours the {_human(intent.target)} into itself; name another receiver",
+                             ParseErrorKind.UNSUPPORTED, text)
+    return intent
 
 
 #: Where a sentence that asks for several tasks in turn is cut: ", then", "and then", "; ",
@@ -1402,7 +1407,8 @@ def _reworded(text: str) -> str:
     """``text`` as the parser reads it: a relative clause that only places things on the table
     dropped, a receiver said first put after the request, a fill said as the pour it is, asides
     dropped."""
-    return _purpose_dropped(_filled(_fronted(_topic_first(_reason_first(_where_they_stand(text))))))
+    text = _reason_first(_please_to(_where_they_stand(text)))
+    return _purpose_dropped(_filled(_fronted(_topic_first(text))))
 
 
 #: A reason said before the request and joined to it by "so": "I need to heat something up, so
@@ -1412,13 +1418,32 @@ _REASON_FIRST = re.compile(
     r"(?P<rest>(?:please|could|can|would|will|kindly)\b.*)$", re.IGNORECASE)
 
 
+#: Words by which a reason said first asks or forbids something itself.
+_ASKS_OR_FORBIDS = frozenset({"you", "not", "no", "never", "dont", "nothing", "without"})
+
+
+def _please_to(text: str) -> str:
+    """A non-native "Please to put the bowl on the plate" as "Please put ..."; only at the start
+    ("push the box, please to the mat" keeps its "to")."""
+    return re.sub(r"^(\s*please)\s+to\b", r"\1", text, count=1, flags=re.IGNORECASE)
+
+
 def _reason_first(text: str) -> str:
     """``text`` without a reason said before its request ("I need something from the cabinet,
-    so please slide its drawer open"): the request after "so" stands alone. A request that points
-    back into the reason ("..., so please put it there") is then refused, its "it" naming
-    nothing."""
+    so please slide its drawer open"): the request after "so" stands alone. A reason with a verb
+    of ours, a "you" or a "not" in it asks or forbids something itself, and is kept (the sentence
+    is then refused as two tasks). A request that points back into the reason ("..., so please put it
+    there") is refused, its "it" naming nothing."""
     m = _REASON_FIRST.match(text)
-    return m.group("rest") if m else text
+    if m is None:
+        return text
+    reason = lx.tokenize(text[:m.start("rest")])
+    if (_ASKS_OR_FORBIDS & set(reason)
+            or any(lx.VERB_INDEX.match(reason, i) is not None for i in range(len(reason)))):
+        # "I need you to put the cube in the box, so ...", "I don't want the mug moved, so ...":
+        # the reason asks or forbids something itself; dropping it would drop that.
+        return text
+    return m.group("rest")
 
 
 #: A thing named first and then what to do with it: "kettle, pour into bowl", "mug: pour into
@@ -1427,6 +1452,7 @@ _TOPIC_FIRST = re.compile(r"^\s*(?P<topic>[\w\s'-]{2,40}?)\s*[,:]\s*(?P<rest>\w.
 #: What may follow the verb of a request whose thing was named first: nothing, or where.
 _NO_OBJECT = frozenset({"in", "into", "on", "onto", "inside", "over", "to", "by", "from", "up", "it",
                         "them", "please", "now", "out"})
+_PREPOSITIONS = frozenset({"in", "into", "on", "onto", "inside", "over", "to", "by", "from", "up", "out"})
 
 
 def _topic_first(text: str) -> str:
@@ -1450,6 +1476,11 @@ def _topic_first(text: str) -> str:
         return text
     after = words[verb[0]] if len(words) > verb[0] else None
     if after is not None and after not in _NO_OBJECT:
+        return text
+    if (after in _PREPOSITIONS and len(words) > verb[0] + 1
+            and not any(v.action in (NextAction.POUR, NextAction.HANG) for v in verb[1])):
+        # "pot, put on the lid", "bowl, put in the banana": "put on" / "put in" take the lid and
+        # the banana as their object; the topic is the receiver, not the thing moved.
         return text
     verb_words = rest.split()[:verb[0]]
     tail = " ".join(rest.split()[verb[0]:])
@@ -1741,9 +1772,9 @@ _EVERY = frozenset({"all", "each", "every", "both"})
 #: Things of different kinds listed for one put: "put the bell pepper, the soup can, and the cube
 #: into the cardboard box, in that order".
 _LISTED = re.compile(
-    r"^(?P<pre>.*?\b)(?P<verb>(?:put|place|move|drop|set|pack|load)(?:\s+down)?)\s+"
-    r"(?P<items>(?:the|a|an)\s+[\w\s-]+?(?:\s*,\s*(?:the|a|an)\s+[\w\s-]+?)*\s*,?\s+and\s+(?:then\s+)?"
-    r"(?:the|a|an)\s+[\w\s-]+?)\s+(?P<prep>in|into|on|onto|inside)\s+(?P<dest>(?:the|a|an)\s+[\w\s-]+?)"
+    rf"^(?P<pre>.*?\b)(?P<verb>(?:put|place|move|drop|set|pack|load)(?:\s+down)?)\s+"
+    rf"(?P<items>{_NP}(?:\s*,\s*{_NP})*\s*,?\s+and\s+(?:then\s+)?{_NP})"
+    rf"\s+(?P<prep>in|into|on|onto|inside)\s+(?P<dest>{_NP})"
     r"(?:\s*,?\s*(?:in\s+that\s+order|one\s+after\s+the\s+other|one\s+by\s+one))?\s*[.!?]*\s*$",
     re.IGNORECASE)
 
@@ -1752,21 +1783,19 @@ def _listed(text: str) -> str:
     """A put of things of different kinds listed ("put the bell pepper, the soup can, and the
     cube into the box", "... in that order") as the sequence it is, one put each in the order
     said ("put the bell pepper into the box, then put the soup can into the box, then ...");
-    every item must name a thing we know, of at least two kinds (several of one kind are
-    :func:`_several`'s); any other sentence as it is."""
+    every item must name one thing we know, each of its own kind (several of one kind are
+    :func:`_several`'s), none the receiver; any other sentence as it is."""
     m = _LISTED.match(text)
     if m is None:
         return text
     items = [i.strip() for i in re.split(r"\s*,\s*(?:and\s+(?:then\s+)?)?|\s+and\s+(?:then\s+)?",
                                          m.group("items")) if i.strip()]
-    kinds = []
-    for item in items:
-        tokens = lx.tokenize(item)[1:]  # without its article
-        hit = lx.NOUN_INDEX.match(tokens, 0) if tokens else None
-        if hit is None or hit[0] != len(tokens) or not any(sense.kind == "object" for sense in hit[1]):
-            return text
-        kinds.append(next(str(sense.value) for sense in hit[1] if sense.kind == "object"))
-    if len(items) < 2 or len(set(kinds)) < 2:
+    kinds = [_one_thing(item) for item in items]
+    receiver = _one_thing(m.group("dest"))
+    # Each one thing (no plural, no part), each of its own kind (two that read as one kind, "the
+    # mug, the cup", would move one of them twice), none the receiver itself.
+    if (len(items) < 2 or receiver is None or any(k is None for k in kinds)
+            or len(set(kinds)) < len(kinds) or receiver in kinds):
         return text
     verb = m.group("verb").lower()
     where = f"{m.group('prep')} {m.group('dest')}"
@@ -1989,16 +2018,21 @@ def _elided_readings(piece: str, error: str, before: Intent) -> list[str]:
             out.append(f"{verb} {thing} {elided}")
     if error.startswith("no object to") or "does not say what to pour from" in error:
         # "mug: pour into bowl, then hang on rack", "pour the kettle into the bowl, then pour
-        # into the mug": a verb with no object of its own acts on the thing the step before held.
+        # into the mug": a pour (after a pour) or a hang with no object of its own acts on the
+        # thing the step before held. Not a put: "..., then put on the lid" takes the lid as its
+        # object, and "..., then put in the mug" could move the thing or its receiver.
         words = piece.split()
         said = lx.VERB_INDEX.match(lx.tokenize(piece), 0)
-        if said is not None and len(words) > said[0] and words[said[0]].lower() in (
+        acts = {v.action for v in said[1]} if said is not None else set()
+        fits = (NextAction.HANG in acts
+                or (NextAction.POUR in acts and before.next_action is NextAction.POUR))
+        if said is not None and fits and len(words) > said[0] and words[said[0]].lower() in (
                 "in", "into", "on", "onto", "inside", "over", "to"):
             out.append(f"{' '.join(words[:said[0]])} {thing} {' '.join(words[said[0]:])}")
     if "does not say what to pour from" in error and before.next_action is NextAction.POUR:
         # "..., and after that pour some into the mug as well": poured from what poured before.
         some = re.sub(r"^(\s*(?:and\s+)?(?:then\s+)?pour)\s+"
-                      r"(?:some|a\s+little|a\s+bit|more|the\s+rest|water)\b",
+                      r"(?:some|a\s+little|a\s+bit|more|the\s+rest|water)\b(?!\s+of\b)",
                       rf"\1 from {thing}", piece, count=1, flags=re.IGNORECASE)
         if some != piece:
             out.append(some)
