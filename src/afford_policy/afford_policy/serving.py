@@ -45,8 +45,9 @@ REPLAY_PREFIX = "replay:"
 #: A chunk's first point lies this far ahead (s) by default. The executor checks it against
 #: where the running chunk sends the arm then; a chunk that arrives later than this (less
 #: 20 ms) is re-timed, and the stream runs that much behind its stamps from then on (up to
-#: 0.25 s, under :data:`RESYNC_S`; past that its first point is dropped and the next one
-#: refused as a jump). Chunks took up to 90 ms to arrive on two busy cores.
+#: 0.25 s, under :data:`RESYNC_S`, or 1 s for a chunk that comes while the arm is still; past
+#: that its first point is dropped and the next one refused as a jump). Chunks took up to 90 ms
+#: to arrive on two busy cores, a stream's first one 0.59 s.
 LEAD_S = 0.2
 #: Targets are rate-limited to this fraction of the robot description's velocity limits (the
 #: FR3 datasheet's, which the executor checks). The executor's franky driver slows (stretches

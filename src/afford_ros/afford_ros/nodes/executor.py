@@ -15,7 +15,8 @@ named by ``robot`` (its description: joints, limits, gripper). It
 - takes a stream of joint targets on ``/executor/joint_targets`` (chunks of a policy's actions
   at its control rate; point times count from the header stamp, which a chunk must carry): a
   chunk delayed on a busy machine is re-timed, its stream running up to ``_MAX_STREAM_DELAY``
-  behind its stamps (later, its part already in the past is dropped); it then
+  behind its stamps, or ``_MAX_START_DELAY`` for a chunk that comes while the arm is still
+  (later, its part already in the past is dropped); it then
   passes the same limit checks, measured from where the running chunk is sending the arm now
   (the arm lags that setpoint; a jump is measured from it; the first target must lie where the
   running chunk sends the arm by that target's time) or from the measured joints when no chunk
@@ -148,6 +149,14 @@ re-timed (delayed whole, with every later chunk of its stream) up to this; past 
 targets are dropped. Under the policy node's ``RESYNC_S`` (0.3 s), after which it starts a chunk
 from the measured arm: a stream delayed longer would still be moving the arm then, and that
 chunk would start short of where the running one sends it."""
+_MAX_START_DELAY = 1.0
+"""A chunk that comes late while the arm is still (no stream runs, or the running one holds its
+last target) is re-timed up to this (s), past :data:`_MAX_STREAM_DELAY`: the arm has not moved
+since its sender saw it (the start check against the measured joints makes sure), so the whole
+chunk runs as sent, only later, rather than its first targets dropped and the next refused as a
+jump from rest. Two busy cores delivered a stream's first chunk 0.59 s late (a policy's first
+inference, a simulator's first steps). Older, a sender's view of the scene is too stale to act on
+whole: its overdue targets are dropped as past :data:`_MAX_STREAM_DELAY`."""
 _POLL_PERIOD = 0.01  # s between looks at a running trajectory (stop, cancel, progress)
 _STOP_FIRST = "a stop came after it was checked"
 _STALLED = "this process stalled between its checks and its start"
@@ -563,10 +572,12 @@ class ExecutorNode(Node):
             # late (a busy machine delays delivery) is delayed whole, and so is every later chunk
             # of its stream: each continues the one before from where that one is by then. Dropping
             # its overdue targets instead would leave its first kept one a jump from the running
-            # chunk (a two-point chunk one period long has nothing else). Past _MAX_STREAM_DELAY,
+            # chunk (a two-point chunk one period long has nothing else), or, from rest, from the
+            # measured joints. Past _MAX_STREAM_DELAY (_MAX_START_DELAY when the arm is still),
             # only the targets after the lead are taken (a long chunk's later part may still fit).
             late = _STREAM_LEAD - times[0]
-            if late > 0.0 and delay + late <= _MAX_STREAM_DELAY:
+            still = running is None or now >= running[0][-1]  # the arm holds where it is
+            if late > 0.0 and delay + late <= (_MAX_START_DELAY if still else _MAX_STREAM_DELAY):
                 times = times + late
                 delay += late
                 self.get_logger().info(
