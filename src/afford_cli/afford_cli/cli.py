@@ -239,6 +239,11 @@ def _cmd_bench_preafford(args: argparse.Namespace) -> int:
         rel = os.path.relpath(path)
         return str(path) if rel.startswith("..") else rel
 
+    table3 = args.table == 3
+    args.scenes = args.scenes or ([t2.TABLE3_SCENE] if table3 else list(t2.SCENES))
+    args.categories = args.categories or list(
+        t2.TRAIN + t2.TEST + (t2.EASY_TRAIN + t2.EASY_TEST if table3 else ()))
+    args.methods = args.methods or list(t2.TABLE3_METHODS if table3 else t2.METHODS)
     args.model = args.model or shipped("grasp_critic.pt")
     if args.push_model is None and any(m in t2.PUSH_METHODS for m in args.methods):
         args.push_model = shipped("push_critic.pt")
@@ -815,17 +820,23 @@ def build_parser() -> argparse.ArgumentParser:
     t1.set_defaults(func=_cmd_table1)
     from afford_eval import preafford_table2 as t2
 
-    pb = bsub.add_parser("preafford", help="PreAfford's Table II: pre-grasp scenes, methods, grasp success; "
+    pb = bsub.add_parser("preafford", help="PreAfford's Tables II and III: pre-grasp scenes, methods, grasp "
+                         "success, the necessity check; "
                          "resumable (docs/preafford.md)")
     pb.add_argument("--model", default=None, help="the grasping module's checkpoint (preafford train-grasp; "
                     "default: the shipped one)")
     pb.add_argument("--push-model", default=None, help="the pre-grasping module's checkpoint (preafford "
                     "train-push; default: the shipped one)")
     pb.add_argument("--rollouts", type=int, default=10, help="scenes per (scene kind, category)")
-    pb.add_argument("--scenes", nargs="+", default=list(t2.SCENES), choices=list(t2.SCENES))
-    every = list(t2.TRAIN + t2.TEST)
-    pb.add_argument("--categories", nargs="+", default=every, choices=every)
-    pb.add_argument("--methods", nargs="+", default=list(t2.METHODS), choices=list(t2.METHODS))
+    pb.add_argument("--table", type=int, choices=[2, 3], default=2,
+                    help="2: every scene, the hard categories, every method (default); 3: the necessity "
+                    "check on easy and hard categories in the multi scene (the seed's Table III), with the "
+                    "direct grasp's chance and ceiling; --scenes, --categories, --methods override either")
+    pb.add_argument("--scenes", nargs="+", default=None, choices=list(t2.SCENES))
+    every = list(t2.TRAIN + t2.TEST + t2.EASY_TRAIN + t2.EASY_TEST)
+    pb.add_argument("--categories", nargs="+", default=None, choices=every,
+                    help="default: the hard ones (table 2), all (table 3)")
+    pb.add_argument("--methods", nargs="+", default=None, choices=list(t2.METHODS))
     pb.add_argument("--proposals", type=int, default=64)
     pb.add_argument("--first-seed", type=int, default=500_000)
     pb.add_argument("--jobs", type=int, default=os.cpu_count() or 1)

@@ -202,3 +202,18 @@ def test_every_output_mode_works_for_every_skill(task_id: str, capsys: pytest.Ca
     record = json.loads(out.out)
     assert record["task_id"] == task_id and record["success"] == (code == 0)
     assert record["stages"] and all(type(v) is bool for v in record["stages"].values())
+
+
+def test_bench_preafford_table3_defaults_to_the_multi_scene_and_both_kinds(tmp_path: Path) -> None:
+    """``afford bench preafford --table 3`` runs the necessity check's measurement: the multi
+    scene, the easy categories beside the hard ones, the direct grasp's chance and ceiling and
+    ``preafford``; flags given override its defaults."""
+    out = tmp_path / "t3"
+    code = main(["bench", "preafford", "--table", "3", "--rollouts", "1", "--categories", "block",
+                 "--proposals", "8", "--jobs", "1", "--quiet", "--out", str(out)])
+    assert code == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["scenes"] == ["multi"] and config["categories"] == ["block"]
+    assert config["methods"] == ["direct_critic", "direct_random", "direct_ceiling", "preafford"]
+    assert config["push_model"].endswith("push_critic.pt")
+    assert "## Table III" in (out / "report.md").read_text()

@@ -30,7 +30,16 @@ check (push only while c_2, the mean grasp-critic score of the top 8 proposals, 
   gain, or ``MAX_PUSHES`` pushes.
 
 Each then grasps as ``direct_critic`` does. Every record holds c_2 at the start and at the end
-and whether it pushed (Table III's counts, once easy objects are built).
+and whether it pushed.
+
+**Table III** (the seed's compatibility test: how often the necessity check pushes on objects that
+are easy to grasp, G, and on hard ones, U, in the multi scene, and the grasp success that
+follows): a run whose categories include easy ones (``afford_sim.preafford.objects``) adds it to
+the report, from ``preafford``'s records in the multi scene (``afford bench preafford --table 3``
+runs exactly that, with the direct grasp's chance and ceiling on the same scenes). Beside the
+rate the check pushes at, the report gives the rate a push was needed at (no proposal of the
+scene lifts the object directly: ``direct_ceiling`` failed) and how often the check's decision
+matched that need (a coin's is 50%).
 
 Layout::
 
@@ -77,6 +86,17 @@ PUSH_CONTACTS = 32
 SCENES: tuple[str, ...] = ("edge", "wall", "slope", "slot", "multi")
 TRAIN: tuple[str, ...] = ("hat", "laptop", "scissors", "keyboard", "tablet")
 TEST: tuple[str, ...] = ("phone", "pliers", "switch", "window")
+EASY_TRAIN: tuple[str, ...] = ("bottle", "can", "mug", "carton", "block")
+EASY_TEST: tuple[str, ...] = ("cup", "jar", "remote", "soap")
+TABLE3_SCENE = "multi"
+"""The seed measures its necessity check (Table III) in the multi scene."""
+TABLE3_METHODS: tuple[str, ...] = ("direct_critic", "direct_random", "direct_ceiling", "preafford")
+SEED_TABLE3: dict[str, tuple[float, float, float, float]] = {
+    # (train G, train U, test G, test U), %.
+    "pre-grasping rate": (14.7, 84.1, 23.4, 77.5),
+    "success rate": (83.7, 74.1, 80.0, 74.6),
+}
+"""The seed's Table III (theta_g = 0.8, the multi scene)."""
 SEED_TABLE2: dict[str, dict[str, tuple[float, ...]]] = {
     # Setting: (edge, wall, slope, slot, multi, avg) for train, then test categories.
     "W/o pre-grasping": {"train": (2.3, 3.8, 4.3, 3.4, 4.0, 3.6), "test": (6.1, 2.3, 2.9, 5.7, 6.0, 4.6)},
@@ -235,7 +255,8 @@ def rollout(job: Job) -> dict[str, Any]:
     from afford_sim.preafford.world import PreGraspWorld
 
     t0 = time.perf_counter()
-    record: dict[str, Any] = {**asdict(job), "split": "train" if job.category in TRAIN_CATEGORIES else "test"}
+    record: dict[str, Any] = {
+        **asdict(job), "split": "train" if job.category in TRAIN_CATEGORIES + EASY_TRAIN else "test"}
     try:
         world = PreGraspWorld(sample_scene(job.scene, job.category, job.seed))
         rng = np.random.default_rng([job.seed, 3])
@@ -385,8 +406,10 @@ def build_report(
     config: Table2Config, records: Sequence[dict[str, Any]], sessions: Sequence[dict[str, Any]]
 ) -> str:
     """The Markdown report, from the config and records alone."""
+    table3 = table3_lines(config, records)
     lines = [
-        "# PreAfford Table II (grasp success, %, Wilson 95% interval), the rows built so far",
+        "# PreAfford Table II (grasp success, %, Wilson 95% interval), the rows built so far"
+        + (", and Table III" if table3 else ""),
         "",
         f"{config.rollouts} seeded scenes per (scene kind, category), seeds {config.first_seed}-"
         f"{config.first_seed + config.rollouts - 1}; grasping module `{config.model}` "
@@ -419,6 +442,7 @@ def build_report(
                 + f" | {vals[5]} |"
             )
         lines.append("")
+    lines += table3
     errors = [r for r in records if r.get("error")]
     falls = [r for r in records if any(p.get("fell") for p in r.get("pushes", []))]
     abstained = [r for r in records if r.get("abstained")]
@@ -436,6 +460,67 @@ def build_report(
         "",
     ]
     return "\n".join(lines)
+
+
+def _rate(flags: Sequence[bool]) -> str:
+    n = len(flags)
+    if not n:
+        return "-"
+    k = sum(flags)
+    lo, hi = wilson(k, n)
+    return f"{100 * k / n:.0f} [{100 * lo:.0f}, {100 * hi:.0f}] ({k}/{n})"
+
+
+def table3_lines(config: Table2Config, records: Sequence[dict[str, Any]]) -> list[str]:
+    """Table III's section of the report (module docstring), or nothing when the run has no easy
+    category or no ``preafford`` rollout in the multi scene."""
+    if not (set(config.categories) & set(EASY_TRAIN + EASY_TEST)) or "preafford" not in config.methods \
+            or TABLE3_SCENE not in config.scenes:
+        return []
+    groups = (EASY_TRAIN, TRAIN, EASY_TEST, TEST)  # train G, train U, test G, test U
+    multi = [r for r in records if r["scene"] == TABLE3_SCENE]
+
+    def of(method: str, cats: tuple[str, ...]) -> list[dict[str, Any]]:
+        return [r for r in multi if r["method"] == method and r["category"] in cats]
+
+    ceiling = {
+        (r["category"], r["seed"]): bool(r["success"]) for r in of("direct_ceiling", tuple(config.categories))
+    }
+    rows: dict[str, list[str]] = {k: [] for k in (
+        "pre-grasping rate (pushed at least once)",
+        "a push needed (no direct proposal lifts it: 100 - ceiling)",
+        "the check's decision matched the need (chance 50)", "success rate, preafford",
+        "success, direct grasp (critic's choice)", "success, direct grasp (chance)",
+        "success, direct grasp (ceiling)", "abstained (the object barely seen)")}
+    for cats in groups:
+        ours = of("preafford", cats)
+        decided = [r for r in ours if "pushed" in r]  # an abstention never reached the check
+        needed = [r for r in decided if (r["category"], r["seed"]) in ceiling]
+        cells = [
+            _rate([bool(r["pushed"]) for r in decided]),
+            _rate([not ceiling[(r["category"], r["seed"])] for r in needed]),
+            _rate([bool(r["pushed"]) != ceiling[(r["category"], r["seed"])] for r in needed]),
+            _rate([bool(r["success"]) for r in ours]),
+            *(_rate([bool(r["success"]) for r in of(m, cats)])
+              for m in ("direct_critic", "direct_random", "direct_ceiling")),
+            f"{sum(bool(r.get('abstained')) for r in ours)} of {len(ours)}",
+        ]
+        for key, cell in zip(rows, cells, strict=True):
+            rows[key].append(cell)
+    lines = [
+        f"## Table III: the necessity check (theta_g = {THETA_G}) on easy (G) and hard (U) objects, "
+        f"the {TABLE3_SCENE} scene",
+        "",
+        f"G: easy-to-grasp categories, ours (the seed names none): train {', '.join(EASY_TRAIN)}; test "
+        f"{', '.join(EASY_TEST)}. U: the seed's hard ones. %, [Wilson 95%] (count).",
+        "",
+        "| | train G | train U | test G | test U |",
+        "|---|---|---|---|---|",
+        *(f"| {k} | " + " | ".join(v) + " |" for k, v in rows.items()),
+        *(f"| seed: {k} | " + " | ".join(str(x) for x in v) + " |" for k, v in SEED_TABLE3.items()),
+        "",
+    ]
+    return lines
 
 
 def write_report(run_dir: Path | str) -> Path:

@@ -90,3 +90,48 @@ def test_a_pushing_method_without_a_push_model_is_refused_before_it_runs(critic:
         t2.Table2Config(model=str(critic), model_sha256="x", methods=("direct_critic", "preafford"))
     with pytest.raises(ValueError, match="unknown methods"):
         t2.Table2Config(model=str(critic), model_sha256="x", methods=("magic",))
+
+
+def test_table3_counts_the_necessity_check_on_easy_and_hard_objects(
+    critic: Path, push_critic: Path, tmp_path: Path
+) -> None:
+    """A run with easy categories adds Table III: in the multi scene, how often ``preafford``
+    pushed on easy (G) and hard (U) objects, whether a push was needed (no direct proposal
+    lifted it) and the success after, beside the seed's numbers. A can standing mid-table is
+    lifted by a direct proposal where a tablet lying there is not."""
+    config = t2.Table2Config(
+        model=str(critic),
+        model_sha256=sha256_file(critic),
+        push_model=str(push_critic),
+        push_model_sha256=sha256_file(push_critic),
+        rollouts=1,
+        scenes=(t2.TABLE3_SCENE,),
+        categories=("tablet", "can"),
+        methods=t2.TABLE3_METHODS,
+        proposals=16,
+        first_seed=500_001,
+    )
+    t2.run(tmp_path / "r3", config)
+    records = t2.load_records(tmp_path / "r3")
+    assert not [r for r in records if r["error"] or r.get("abstained")], records
+    by = {(r["category"], r["method"]): r for r in records}
+    assert by[("can", "direct_ceiling")]["success"] and not by[("tablet", "direct_ceiling")]["success"]
+    assert by[("can", "preafford")]["split"] == "train"
+    report = (tmp_path / "r3" / "report.md").read_text()
+    assert "and Table III" in report.splitlines()[0]
+    section = report[report.index("## Table III"):]
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
+             if line.startswith("| ")]
+    rows = {c[0]: c[1:] for c in cells}
+    # Train G is the can, train U the tablet; nothing ran on the test categories.
+    needed = rows["a push needed (no direct proposal lifts it: 100 - ceiling)"]
+    assert needed[0].startswith("0 [") and needed[1].startswith("100 [") and needed[2] == "-", needed
+    pushed = rows["pre-grasping rate (pushed at least once)"]
+    assert pushed[0] == ("100 [21, 100] (1/1)" if by[("can", "preafford")]["pushed"] else "0 [0, 79] (0/1)")
+    matched = rows["the check's decision matched the need (chance 50)"]
+    tablet_pushed = by[("tablet", "preafford")]["pushed"]
+    assert matched[1] == ("100 [21, 100] (1/1)" if tablet_pushed else "0 [0, 79] (0/1)")
+    assert rows["seed: pre-grasping rate"] == ["14.7", "84.1", "23.4", "77.5"]
+    # A Table II run (no easy category) has no Table III.
+    assert "Table III" not in t2.build_report(
+        t2.Table2Config(**{**config.as_dict(), "categories": ("tablet",)}), records, [])

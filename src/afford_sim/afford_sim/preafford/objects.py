@@ -12,8 +12,12 @@ Sizes are those of the real things (a tablet 18-28 cm, a closed laptop 30-38 cm,
 cm wide). Some are narrower than the Franka Hand's 8 cm opening along one side (a phone, a
 switch plate, scissors' blades); whether those can be picked up where they lie is measured
 (``afford_sim.preafford.world``), not assumed: that is what the necessity check is for.
-The easy-to-grasp categories the seed pairs with them (for its necessity check, Table III) are
-not built yet.
+The seed pairs them with five easy-to-grasp training categories and four test ones (for its
+necessity check, Table III) without naming them. Ours are things a parallel gripper closes round
+where they stand or lie, narrower than the hand opens one way and at least 2 cm tall: training
+bottle, can, mug, carton, block; test cup, jar, remote, soap (:data:`EASY_TRAIN_CATEGORIES`,
+:data:`EASY_TEST_CATEGORIES`). Whether each is graspable in a given scene is measured too (the
+direct grasp's ceiling), not assumed.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ TRAIN_CATEGORIES: tuple[str, ...] = ("hat", "laptop", "scissors", "keyboard", "t
 """The seed's hard-to-grasp training categories."""
 TEST_CATEGORIES: tuple[str, ...] = ("phone", "pliers", "switch", "window")
 """The seed's hard-to-grasp test categories: never in training data."""
+EASY_TRAIN_CATEGORIES: tuple[str, ...] = ("bottle", "can", "mug", "carton", "block")
+"""Easy-to-grasp training categories (ours: the seed names none)."""
+EASY_TEST_CATEGORIES: tuple[str, ...] = ("cup", "jar", "remote", "soap")
+"""Easy-to-grasp test categories: never in training data."""
+EASY_CATEGORIES: tuple[str, ...] = EASY_TRAIN_CATEGORIES + EASY_TEST_CATEGORIES
 
 
 @dataclass
@@ -50,7 +59,12 @@ class FlatObject:
 
     @property
     def split(self) -> str:
-        return "train" if self.category in TRAIN_CATEGORIES else "test"
+        return "train" if self.category in TRAIN_CATEGORIES + EASY_TRAIN_CATEGORIES else "test"
+
+    @property
+    def easy(self) -> bool:
+        """One of the easy-to-grasp categories (the seed's "graspable", G)."""
+        return self.category in EASY_CATEGORIES
 
     def mesh(self) -> trimesh.Trimesh:
         """All pieces as one mesh (for sampling its surface)."""
@@ -279,6 +293,111 @@ def pliers(rng: np.random.Generator) -> FlatObject:
     )
 
 
+def _ring(radius: float, z: float, n: int = 20) -> np.ndarray:
+    a = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    return np.c_[radius * np.cos(a), radius * np.sin(a), np.full(n, z)]
+
+
+def _frustum(r0: float, r1: float, z0: float, z1: float) -> trimesh.Trimesh:
+    """A round solid from radius ``r0`` at ``z0`` to ``r1`` at ``z1`` (a cylinder when equal)."""
+    return hull(np.vstack([_ring(r0, z0), _ring(r1, z1)]))
+
+
+def _colour(rng: np.random.Generator) -> tuple[float, float, float, float]:
+    r, g, b = (float(v) for v in rng.uniform(0.1, 0.9, 3))
+    return (r, g, b, 1.0)
+
+
+def bottle(rng: np.random.Generator) -> FlatObject:
+    """A bottle standing: body 5.5-7 cm across, 14-22 cm tall, a shoulder, a neck and a cap; 0.3-0.6 kg."""
+    r, h = _u(rng, 0.0275, 0.035), _u(rng, 0.14, 0.22)
+    body = h * _u(rng, 0.62, 0.72)
+    neck_r, top = _u(rng, 0.011, 0.015), h - 0.02
+    return FlatObject(
+        "bottle",
+        [
+            _frustum(r, r, 0.0, body),
+            _frustum(r, neck_r, body, top),
+            _frustum(neck_r + 0.001, neck_r + 0.001, top, h),
+        ],
+        _u(rng, 0.3, 0.6),
+        _colour(rng),
+    )
+
+
+def can(rng: np.random.Generator) -> FlatObject:
+    """A food can standing: 6.5-7.5 cm across, 8-12 cm tall, 0.25-0.45 kg."""
+    r, h = _u(rng, 0.0325, 0.0375), _u(rng, 0.08, 0.12)
+    return FlatObject("can", [_frustum(r, r, 0.0, h)], _u(rng, 0.25, 0.45), _colour(rng))
+
+
+def mug(rng: np.random.Generator) -> FlatObject:
+    """A mug standing (solid: its cavity does not matter to a pinch round it): 6.6-7.6 cm across,
+    8-10.5 cm tall, a handle on +x; 0.25-0.4 kg."""
+    r, h = _u(rng, 0.033, 0.038), _u(rng, 0.08, 0.105)
+    reach, bar = _u(rng, 0.022, 0.03), _u(rng, 0.008, 0.012)
+    z0, z1 = h * 0.2, h * 0.85
+    handle = [
+        slab([r - 0.004, -bar / 2, z1 - bar], [r + reach, bar / 2, z1]),
+        slab([r + reach - bar, -bar / 2, z0], [r + reach, bar / 2, z1 - bar]),
+        slab([r - 0.004, -bar / 2, z0], [r + reach - bar, bar / 2, z0 + bar]),
+    ]
+    return FlatObject("mug", [_frustum(r, r, 0.0, h), *handle], _u(rng, 0.25, 0.4), _colour(rng))
+
+
+def carton(rng: np.random.Generator) -> FlatObject:
+    """A drink carton standing: 5-7 x 4-6 cm, 10-15 cm tall, 0.15-0.4 kg."""
+    a, b, h = _u(rng, 0.05, 0.07), _u(rng, 0.04, 0.06), _u(rng, 0.10, 0.15)
+    return FlatObject("carton", [slab([-a / 2, -b / 2, 0.0], [a / 2, b / 2, h])], _u(rng, 0.15, 0.4),
+                      _colour(rng))
+
+
+def block(rng: np.random.Generator) -> FlatObject:
+    """A toy block: a cube 4-6 cm, 0.03-0.12 kg."""
+    e = _u(rng, 0.04, 0.06)
+    return FlatObject("block", [slab([-e / 2, -e / 2, 0.0], [e / 2, e / 2, e])], _u(rng, 0.03, 0.12),
+                      _colour(rng))
+
+
+def cup(rng: np.random.Generator) -> FlatObject:
+    """A paper cup standing: 5-6 cm across the foot, 6.5-7.6 cm at the rim, 8-11 cm tall, 0.03-0.15 kg."""
+    return FlatObject(
+        "cup",
+        [_frustum(_u(rng, 0.025, 0.03), _u(rng, 0.0325, 0.038), 0.0, _u(rng, 0.08, 0.11))],
+        _u(rng, 0.03, 0.15),
+        _colour(rng),
+    )
+
+
+def jar(rng: np.random.Generator) -> FlatObject:
+    """A jar standing: 6-7.4 cm across, 7-10 cm tall, with a lid a little wider; 0.2-0.5 kg."""
+    r, h = _u(rng, 0.03, 0.035), _u(rng, 0.07, 0.10)
+    lid = _u(rng, 0.012, 0.018)
+    return FlatObject(
+        "jar",
+        [_frustum(r, r, 0.0, h - lid), _frustum(r + 0.002, r + 0.002, h - lid, h)],
+        _u(rng, 0.2, 0.5),
+        _colour(rng),
+    )
+
+
+def remote(rng: np.random.Generator) -> FlatObject:
+    """A remote control lying face up: 15-21 x 4.2-5.5 cm, 2-2.8 cm thick, 0.1-0.2 kg; a pinch
+    closes across its width."""
+    length, width, t = _u(rng, 0.15, 0.21), _u(rng, 0.042, 0.055), _u(rng, 0.02, 0.028)
+    return FlatObject("remote", [_rounded_slab(length, width, t, 0.01)], _u(rng, 0.1, 0.2), _grey(rng))
+
+
+def soap(rng: np.random.Generator) -> FlatObject:
+    """A bar of soap: 8-10 x 5.2-6.5 cm, 2.5-3.5 cm thick, rounded corners, 0.08-0.15 kg."""
+    return FlatObject(
+        "soap",
+        [_rounded_slab(_u(rng, 0.08, 0.10), _u(rng, 0.052, 0.065), _u(rng, 0.025, 0.035), 0.015)],
+        _u(rng, 0.08, 0.15),
+        _colour(rng),
+    )
+
+
 GENERATORS: dict[str, Callable[[np.random.Generator], FlatObject]] = {
     "hat": hat,
     "laptop": laptop,
@@ -289,11 +408,23 @@ GENERATORS: dict[str, Callable[[np.random.Generator], FlatObject]] = {
     "pliers": pliers,
     "switch": switch,
     "window": window,
+    "bottle": bottle,
+    "can": can,
+    "mug": mug,
+    "carton": carton,
+    "block": block,
+    "cup": cup,
+    "jar": jar,
+    "remote": remote,
+    "soap": soap,
 }
+# A category's seed stream: the hard categories keep the index they had before the easy ones
+# came (sorted among themselves), so every recorded scene is drawn as it was.
+_STREAM: tuple[str, ...] = (*sorted(TRAIN_CATEGORIES + TEST_CATEGORIES), *EASY_CATEGORIES)
 
 
 def generate(category: str, seed: int) -> FlatObject:
     """The object of ``category`` drawn from ``seed`` (the same seed gives the same object)."""
     if category not in GENERATORS:
         raise ValueError(f"no flat object called {category!r}; known: {', '.join(sorted(GENERATORS))}")
-    return GENERATORS[category](np.random.default_rng([seed, sorted(GENERATORS).index(category)]))
+    return GENERATORS[category](np.random.default_rng([seed, _STREAM.index(category)]))
