@@ -30,7 +30,7 @@ def test_config_is_checked() -> None:
     with pytest.raises(ValueError, match="module must be one of"):
         CollectConfig("poke", episodes=1)
     with pytest.raises(ValueError, match="unknown scenes or categories"):
-        CollectConfig("grasp", episodes=1, categories=("mug",))
+        CollectConfig("grasp", episodes=1, categories=("teapot",))
     with pytest.raises(ValueError, match="episodes must be >= 1"):
         CollectConfig("grasp", episodes=0)
     with pytest.raises(ValueError, match="second_state must be"):

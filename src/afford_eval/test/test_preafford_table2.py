@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -30,17 +31,20 @@ def push_critic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_push(PushCritic(SMALL), tmp_path_factory.mktemp("p") / "push.pt", {"note": "untrained"})
 
 
-def test_a_run_holds_every_method_and_resumes(critic: Path, push_critic: Path, tmp_path: Path) -> None:
-    config = t2.Table2Config(
+def _config(critic: Path, push_critic: Path, **kw: Any) -> t2.Table2Config:
+    """One rollout per cell with the untrained critics."""
+    return t2.Table2Config(
         model=str(critic),
         model_sha256=sha256_file(critic),
         push_model=str(push_critic),
         push_model_sha256=sha256_file(push_critic),
         rollouts=1,
-        scenes=("edge",),
-        categories=("tablet", "phone"),
-        proposals=6,
+        **kw,
     )
+
+
+def test_a_run_holds_every_method_and_resumes(critic: Path, push_critic: Path, tmp_path: Path) -> None:
+    config = _config(critic, push_critic, scenes=("edge",), categories=("tablet", "phone"), proposals=6)
     done = t2.run(tmp_path / "r", config)
     n = 2 * len(t2.METHODS)
     assert done.ran == n and done.kept == 0
@@ -99,12 +103,9 @@ def test_table3_counts_the_necessity_check_on_easy_and_hard_objects(
     pushed on easy (G) and hard (U) objects, whether a push was needed (no direct proposal
     lifted it) and the success after, beside the seed's numbers. A can standing mid-table is
     lifted by a direct proposal where a tablet lying there is not."""
-    config = t2.Table2Config(
-        model=str(critic),
-        model_sha256=sha256_file(critic),
-        push_model=str(push_critic),
-        push_model_sha256=sha256_file(push_critic),
-        rollouts=1,
+    config = _config(
+        critic,
+        push_critic,
         scenes=(t2.TABLE3_SCENE,),
         categories=("tablet", "can"),
         methods=t2.TABLE3_METHODS,
