@@ -103,6 +103,10 @@ def test_table3_counts_the_necessity_check_on_easy_and_hard_objects(
     pushed on easy (G) and hard (U) objects, whether a push was needed (no direct proposal
     lifted it) and the success after, beside the seed's numbers. A can standing mid-table is
     lifted by a direct proposal where a tablet lying there is not."""
+    from afford_sim.preafford import objects
+
+    assert (t2.TRAIN, t2.TEST) == (objects.TRAIN_CATEGORIES, objects.TEST_CATEGORIES)
+    assert (t2.EASY_TRAIN, t2.EASY_TEST) == (objects.EASY_TRAIN_CATEGORIES, objects.EASY_TEST_CATEGORIES)
     config = _config(
         critic,
         push_critic,
