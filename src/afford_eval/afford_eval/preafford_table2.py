@@ -249,14 +249,13 @@ def rollout(job: Job) -> dict[str, Any]:
     """One method on one seeded scene; a crash is a failed rollout with its message."""
     from afford_perception.preafford.grasp_module import cloud_proposals, score_grasps
     from afford_sim.preafford.grasps import Grasp, try_grasps
-    from afford_sim.preafford.objects import TRAIN_CATEGORIES
+    from afford_sim.preafford.objects import split_of
     from afford_sim.preafford.scenes import sample_scene
     from afford_sim.preafford.scripted import push_towards
     from afford_sim.preafford.world import PreGraspWorld
 
     t0 = time.perf_counter()
-    record: dict[str, Any] = {
-        **asdict(job), "split": "train" if job.category in TRAIN_CATEGORIES + EASY_TRAIN else "test"}
+    record: dict[str, Any] = {**asdict(job), "split": split_of(job.category)}
     try:
         world = PreGraspWorld(sample_scene(job.scene, job.category, job.seed))
         rng = np.random.default_rng([job.seed, 3])

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import trimesh
 
-from afford_sim.assets.shapes import hull, slab
+from afford_sim.assets.shapes import hull, lathe_solid, slab
 
 TRAIN_CATEGORIES: tuple[str, ...] = ("hat", "laptop", "scissors", "keyboard", "tablet")
 """The seed's hard-to-grasp training categories."""
@@ -39,6 +39,11 @@ EASY_TRAIN_CATEGORIES: tuple[str, ...] = ("bottle", "can", "mug", "carton", "blo
 EASY_TEST_CATEGORIES: tuple[str, ...] = ("cup", "jar", "remote", "soap")
 """Easy-to-grasp test categories: never in training data."""
 EASY_CATEGORIES: tuple[str, ...] = EASY_TRAIN_CATEGORIES + EASY_TEST_CATEGORIES
+
+
+def split_of(category: str) -> str:
+    """``train`` for a training category (hard or easy), else ``test``."""
+    return "train" if category in TRAIN_CATEGORIES + EASY_TRAIN_CATEGORIES else "test"
 
 
 @dataclass
@@ -59,7 +64,7 @@ class FlatObject:
 
     @property
     def split(self) -> str:
-        return "train" if self.category in TRAIN_CATEGORIES + EASY_TRAIN_CATEGORIES else "test"
+        return split_of(self.category)
 
     @property
     def easy(self) -> bool:
@@ -293,14 +298,9 @@ def pliers(rng: np.random.Generator) -> FlatObject:
     )
 
 
-def _ring(radius: float, z: float, n: int = 20) -> np.ndarray:
-    a = np.linspace(0, 2 * np.pi, n, endpoint=False)
-    return np.c_[radius * np.cos(a), radius * np.sin(a), np.full(n, z)]
-
-
 def _frustum(r0: float, r1: float, z0: float, z1: float) -> trimesh.Trimesh:
     """A round solid from radius ``r0`` at ``z0`` to ``r1`` at ``z1`` (a cylinder when equal)."""
-    return hull(np.vstack([_ring(r0, z0), _ring(r1, z1)]))
+    return lathe_solid([(r0, z0), (r1, z1)], sections=20)[0]
 
 
 def _colour(rng: np.random.Generator) -> tuple[float, float, float, float]:
