@@ -1450,9 +1450,8 @@ def _reason_first(text: str) -> str:
 #: bowl, then hang on rack", "top drawer, open".
 _TOPIC_FIRST = re.compile(r"^\s*(?P<topic>[\w\s'-]{2,40}?)\s*[,:]\s*(?P<rest>\w.*)$", re.IGNORECASE)
 #: What may follow the verb of a request whose thing was named first: nothing, or where.
-_NO_OBJECT = frozenset({"in", "into", "on", "onto", "inside", "over", "to", "by", "from", "up", "it",
-                        "them", "please", "now", "out"})
 _PREPOSITIONS = frozenset({"in", "into", "on", "onto", "inside", "over", "to", "by", "from", "up", "out"})
+_NO_OBJECT = _PREPOSITIONS | {"it", "them", "please", "now"}
 
 
 def _topic_first(text: str) -> str:
@@ -1488,7 +1487,8 @@ def _topic_first(text: str) -> str:
     return f"{' '.join(verb_words)} the {' '.join(topic)} {tail}".strip()
 
 
-_NP = (r"(?:the|a|an|this|that|your|my)\s+[\w-]+"
+_DETERMINERS = ("the", "a", "an", "this", "that", "your", "my")
+_NP = (rf"(?:{'|'.join(_DETERMINERS)})\s+[\w-]+"
        r"(?:\s+(?!(?:on|in|into|onto|and|then|from|with|using|to|at|by|of|for|please|first|up)\b)[\w-]+)?")
 #: A pour said by the vessel it fills: "use the kettle to fill the bowl", "fill the bowl with the
 #: kettle" (or "from" / "using" it).
@@ -1504,7 +1504,7 @@ def _one_thing(phrase: str) -> str | None:
     None: a plural ("the mugs": things put in), a thing and a part ("the mug handle"), or no
     known thing ("water")."""
     tokens = lx.tokenize(phrase)
-    if tokens and tokens[0] in ("the", "a", "an", "this", "that", "your", "my"):
+    if tokens and tokens[0] in _DETERMINERS:
         tokens = tokens[1:]
     hit = lx.NOUN_INDEX.match(tokens, 0) if tokens else None
     if hit is None or hit[0] != len(tokens) or " ".join(tokens) in lx.singulars():
