@@ -11,7 +11,7 @@ setup(
     packages=find_packages(exclude=["test", "test.*"]),
     include_package_data=True,
     # The trained affordance model ships with the package (about 1.2 MB).
-    package_data={PACKAGE: ["affordance/weights/*.pt", "preafford/weights/*.pt"]},
+    package_data={PACKAGE: ["affordance/weights/*.pt", "preafford/weights/*.pt", "preafford/weights/*.json"]},
     data_files=[
         # The ament index marker lets ament_index_python find the package in the venv.
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),

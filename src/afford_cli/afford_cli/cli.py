@@ -214,6 +214,21 @@ def torch_threads(n: int | None) -> None:
         torch.set_num_threads(n)
 
 
+def _cmd_preafford_calibrate(args: argparse.Namespace) -> int:
+    from afford_eval.preafford_table2 import calibration_states
+    from afford_perception.preafford.necessity import fit
+
+    raw, graspable, info = calibration_states(args.run)
+    check = fit(raw, graspable, info.pop("model_sha256"), fitted_on={**info, "command": args.command_line})
+    check.save(args.out)
+    pushed = raw < check.raw_threshold
+    print(f"{args.out}: p = sigmoid({check.a:.3f} c2 + {check.b:.3f}); pushes below a raw score of "
+          f"{check.raw_threshold:.3f} (theta_g {check.theta_g}). On the {len(raw)} validation states it "
+          f"pushes {int(pushed[graspable].sum())} of {int(graspable.sum())} graspable and "
+          f"{int(pushed[~graspable].sum())} of {int((~graspable).sum())} ungraspable ones.")
+    return 0
+
+
 def _cmd_preafford_summary(args: argparse.Namespace) -> int:
     from afford_data.preafford import summary
 
@@ -248,11 +263,15 @@ def _cmd_bench_preafford(args: argparse.Namespace) -> int:
     if args.push_model is None and any(m in t2.PUSH_METHODS for m in args.methods):
         args.push_model = shipped("push_critic.pt")
     push = args.push_model or ""
+    # The necessity check's calibration: only the pushing methods read it; "raw" compares the
+    # critic's score itself with theta_g.
+    necessity = "" if args.necessity == "raw" or not push else (args.necessity or shipped("necessity.json"))
     config = t2.Table2Config(
         model=args.model, model_sha256=sha256_file(Path(args.model)), rollouts=args.rollouts,
         push_model=push, push_model_sha256=sha256_file(Path(push)) if push else "",
         scenes=tuple(args.scenes), categories=tuple(args.categories), methods=tuple(args.methods),
-        proposals=args.proposals, first_seed=args.first_seed,
+        proposals=args.proposals, first_seed=args.first_seed, necessity=necessity,
+        necessity_sha256=sha256_file(Path(necessity)) if necessity else "",
     )
 
     def progress(done: int, total: int, rec: dict[str, Any]) -> None:
@@ -838,6 +857,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="default: the hard ones (table 2), all (table 3)")
     pb.add_argument("--methods", nargs="+", default=None, choices=list(t2.METHODS))
     pb.add_argument("--proposals", type=int, default=64)
+    pb.add_argument("--necessity", default=None, metavar="FILE|raw",
+                    help="the necessity check's calibration (preafford calibrate; default: the shipped one, "
+                    "fitted for the shipped critic); raw: compare the critic's score itself with theta_g")
     pb.add_argument("--first-seed", type=int, default=500_000)
     pb.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     pb.add_argument("--executor", choices=["local", "ray"], default="local")
@@ -902,6 +924,13 @@ def build_parser() -> argparse.ArgumentParser:
     ptp.add_argument("--seed", type=int, default=0)
     ptp.add_argument("--threads", type=int, default=None)
     ptp.set_defaults(func=_cmd_preafford_train_push)
+    pcal = pasub.add_parser("calibrate", help="fit the necessity check's calibration (c_2 to the chance the "
+                            "object is graspable where it lies) on a bench preafford run of direct_ceiling "
+                            "on the training categories")
+    pcal.add_argument("--run", required=True, help="an `afford bench preafford` run directory holding "
+                      "direct_ceiling rollouts of training categories only")
+    pcal.add_argument("--out", required=True, help="calibration file to write (JSON)")
+    pcal.set_defaults(func=_cmd_preafford_calibrate)
     pst = pasub.add_parser("summary", help="counts per scene of a collection")
     pst.add_argument("dir")
     pst.set_defaults(func=_cmd_preafford_summary)

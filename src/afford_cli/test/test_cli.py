@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from afford_cli.cli import main
@@ -216,4 +217,30 @@ def test_bench_preafford_table3_defaults_to_the_multi_scene_and_both_kinds(tmp_p
     assert config["scenes"] == ["multi"] and config["categories"] == ["block"]
     assert config["methods"] == ["direct_critic", "direct_random", "direct_ceiling", "preafford"]
     assert config["push_model"].endswith("push_critic.pt")
+    assert config["necessity"].endswith("necessity.json")  # the shipped calibration, by default
     assert "## Table III" in (out / "report.md").read_text()
+
+
+def test_preafford_calibrate_fits_the_check_on_a_validation_run(tmp_path: Path) -> None:
+    """``afford preafford calibrate --run DIR`` fits the necessity check on a run's
+    ``direct_ceiling`` records and writes a calibration that ``bench preafford --necessity``
+    reads; the run's critic is the one it is for."""
+    from afford_eval import preafford_table2 as t2
+    from afford_perception.preafford.necessity import load
+
+    config = t2.Table2Config(model="c.pt", model_sha256="d" * 64, scenes=("edge",),
+                             categories=("tablet", "can"), methods=("direct_ceiling",), rollouts=40)
+    run = tmp_path / "val"
+    t2.write_json(run / "config.json", config.as_dict())
+    rng = np.random.default_rng(0)
+    for k in range(40):
+        for cat, c2 in (("tablet", rng.uniform(0.1, 0.6)), ("can", rng.uniform(0.4, 0.95))):
+            rec = {"method": "direct_ceiling", "scene": "edge", "category": cat, "seed": k,
+                   "success": bool(rng.uniform() < c2), "c2": round(c2, 4), "error": None}
+            t2.write_json(run / "rollouts" / "edge" / cat / "direct_ceiling" / f"{k:06d}.json", rec)
+    code = main(["preafford", "calibrate", "--run", str(run), "--out", str(tmp_path / "n.json")])
+    assert code == 0
+    check = load(tmp_path / "n.json")
+    assert check.critic_sha256 == "d" * 64 and check.fitted_on["states"] == 80
+    assert check.fitted_on["command"].startswith("afford preafford calibrate")
+    assert 0.0 < check.a and check.push_needed(0.1)

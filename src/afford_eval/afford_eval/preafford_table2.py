@@ -20,8 +20,10 @@ Methods (a name says what it is):
 
 The seed's pushing rows, with the pre-grasping module's critic C_1 (``push_model``) choosing among
 a grid of pushes (``push_module.push_grid``; its cVAE proposals are not built) and the necessity
-check (push only while c_2, the mean grasp-critic score of the top 8 proposals, is under
-``THETA_G`` = 0.8, the seed's value):
+check (push only while c_2 is under ``THETA_G`` = 0.8, the seed's value). c_2 is the mean
+grasp-critic score of the top 8 proposals, mapped by the run's calibration (``necessity``:
+``afford_perception.preafford.necessity``, fitted on validation states) to the chance that the
+object can be grasped where it lies; a run without one compares the raw score, as before:
 
 - ``push_random_direction`` -- the module's contact, a uniformly drawn displacement; one push.
 - ``push_centre_point`` -- the contact at the seen object's centroid, the module's displacement; one push.
@@ -29,8 +31,10 @@ check (push only while c_2, the mean grasp-critic score of the top 8 proposals, 
 - ``preafford`` -- closed loop: push, look again, until c_2 reaches theta_g, the module expects no
   gain, or ``MAX_PUSHES`` pushes.
 
-Each then grasps as ``direct_critic`` does. Every record holds c_2 at the start and at the end
-and whether it pushed.
+Each then grasps as ``direct_critic`` does. Every record holds c_2 (the value the check compares)
+and the raw score at the start and at the end, and whether it pushed. ``direct_ceiling``'s records
+of the training categories on other seeds are the validation states a calibration is fitted on
+(:func:`calibration_states`, ``afford preafford calibrate``).
 
 **Table III** (the seed's compatibility test: how often the necessity check pushes on objects that
 are easy to grasp, G, and on hard ones, U, in the multi scene, and the grasp success that
@@ -130,6 +134,7 @@ class Table2Config:
         rim: The fraction of them drawn at the seen object's outline (``rim_proposals``: pinches
             across its thickness, from the cloud alone), the rest by the seed's sampler.
         first_seed: Seed of the first scene (default far from the training collections' seeds).
+        necessity: The necessity check's calibration (its path and sha256); empty: the raw score.
     """
 
     model: str
@@ -143,6 +148,8 @@ class Table2Config:
     proposals: int = 64
     rim: float = 0.5
     first_seed: int = 500_000
+    necessity: str = ""
+    necessity_sha256: str = ""
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
@@ -175,6 +182,7 @@ class Job:
     proposals: int
     rim: float
     push_model: str = ""
+    necessity: str = ""
 
     def path(self, run_dir: Path) -> Path:
         return run_dir / "rollouts" / self.scene / self.category / self.method / f"{self.seed:06d}.json"
@@ -182,7 +190,10 @@ class Job:
 
 def jobs_of(config: Table2Config) -> list[Job]:
     return [
-        Job(s, c, m, config.first_seed + k, config.model, config.proposals, config.rim, config.push_model)
+        Job(
+            s, c, m, config.first_seed + k, config.model, config.proposals, config.rim, config.push_model,
+            config.necessity,
+        )
         for k in range(config.rollouts)
         for s in config.scenes
         for c in config.categories
@@ -203,6 +214,15 @@ def _model(path: str, kind: str) -> Any:
 
         torch.set_num_threads(1)  # one rollout per core
         _MODELS[path] = load_module(path, kind, GraspCritic if kind == "grasp" else PushCritic)[0]
+    return _MODELS[path]
+
+
+def _necessity(path: str) -> Any:
+    """The necessity calibration at ``path``, loaded once per worker process."""
+    if path not in _MODELS:
+        from afford_perception.preafford.necessity import load
+
+        _MODELS[path] = load(path)
     return _MODELS[path]
 
 
@@ -260,6 +280,11 @@ def rollout(job: Job) -> dict[str, Any]:
         world = PreGraspWorld(sample_scene(job.scene, job.category, job.seed))
         rng = np.random.default_rng([job.seed, 3])
         pushes: list[dict[str, Any]] = []
+        check = _necessity(job.necessity) if job.necessity else None
+
+        def estimate(raw: float) -> float:
+            """c_2 as the check reads it: calibrated when the run has a calibration."""
+            return check.probability(raw) if check is not None else raw
 
         def look() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
             cloud, is_obj = world.observe(rng=rng)
@@ -283,12 +308,14 @@ def rollout(job: Job) -> dict[str, Any]:
                     "blocked": r.blocked,
                 }
             )
-        cloud, is_obj, tcp, rot, scores, c2 = look()
-        c2_start = c2
+        cloud, is_obj, tcp, rot, scores, raw = look()
+        c2 = c2_start = estimate(raw)
+        raw_start = raw
         if job.method in PUSH_METHODS:
             budget = MAX_PUSHES if job.method == "preafford" else 1
             # The necessity check: push only while the estimated grasp success is under theta_g.
-            while len(pushes) < budget and c2 < THETA_G and not (pushes and pushes[-1]["fell"]):
+            theta = check.theta_g if check is not None else THETA_G
+            while len(pushes) < budget and c2 < theta and not (pushes and pushes[-1]["fell"]):
                 push, value = _choose_push(job, cloud, is_obj, rng)
                 if job.method == "preafford" and pushes and value <= 0.0:
                     break  # the module expects no push to help any more
@@ -296,7 +323,8 @@ def rollout(job: Job) -> dict[str, Any]:
                 pushes.append(_push_record(push, r, value=round(value, 4), c2_before=round(c2, 4)))
                 if r.fell:
                     break
-                cloud, is_obj, tcp, rot, scores, c2 = look()
+                cloud, is_obj, tcp, rot, scores, raw = look()
+                c2 = estimate(raw)
         if job.method == "direct_ceiling":
             tried = [
                 r.success for r in try_grasps(world, [Grasp(t, q) for t, q in zip(tcp, rot, strict=True)])
@@ -312,6 +340,8 @@ def rollout(job: Job) -> dict[str, Any]:
             pushes=pushes,
             c2=round(c2_start, 4),
             c2_final=round(c2, 4),
+            c2_raw=round(raw_start, 4),
+            c2_raw_final=round(raw, 4),
             pushed=bool(pushes),
             chosen_score=round(float(scores[chosen]), 4),
             error=None,
@@ -357,6 +387,7 @@ def run(
     """Run (or resume) every rollout of ``config`` into ``run_dir``, then write the report."""
     run_dir = Path(run_dir)
     t0 = time.perf_counter()
+    check_necessity(config)  # before the directory holds anything
     path = run_dir / "config.json"
     if path.exists():
         stored = Table2Config.from_dict(json.loads(path.read_text()))
@@ -388,6 +419,50 @@ def run(
     return Table2Summary(run_dir, len(todo), len(every) - len(todo), time.perf_counter() - t0, report)
 
 
+def check_necessity(config: Table2Config) -> None:
+    """Refuse, before anything runs, a calibration that is unreadable, changed since the run was
+    configured, or fitted for another grasping critic."""
+    if not config.necessity:
+        return
+    from afford_eval.runs import sha256_file
+    from afford_perception.preafford.necessity import load
+
+    check = load(config.necessity)
+    check.check_critic(config.model_sha256)
+    if config.necessity_sha256 and sha256_file(Path(config.necessity)) != config.necessity_sha256:
+        raise ValueError(f"{config.necessity} changed since the run was configured (sha256 differs)")
+
+
+def calibration_states(run_dir: Path | str) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """The validation states of a run for fitting the necessity check: every ``direct_ceiling``
+    record the object was seen in, as (raw c_2, graspable: a proposal lifted it), and where they
+    come from. A run on a test category is refused: the check would be fitted on what it is
+    measured on."""
+    run_dir = Path(run_dir)
+    config = Table2Config.from_dict(json.loads((run_dir / "config.json").read_text()))
+    test = sorted(set(config.categories) & set(TEST + EASY_TEST))
+    if test:
+        raise ValueError(
+            f"{run_dir} holds test categories ({', '.join(test)}): fit the necessity check on the "
+            "training categories only (the test ones measure it)"
+        )
+    recs = [r for r in load_records(run_dir) if r["method"] == "direct_ceiling" and not r.get("error")]
+    seen = [r for r in recs if r.get("c2") is not None]
+    if not seen:
+        raise ValueError(f"{run_dir} has no direct_ceiling rollout to fit on (run it with that method)")
+    raw = np.array([float(r.get("c2_raw", r["c2"])) for r in seen])
+    graspable = np.array([bool(r["success"]) for r in seen])
+    info = {
+        "run": str(run_dir),
+        "model_sha256": config.model_sha256,
+        "scenes": list(config.scenes),
+        "categories": list(config.categories),
+        "seeds": [config.first_seed, config.first_seed + config.rollouts - 1],
+        "abstained": len(recs) - len(seen),
+    }
+    return raw, graspable, info
+
+
 def load_records(run_dir: Path | str) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(Path(run_dir).glob("rollouts/*/*/*/*.json"))]
 
@@ -416,6 +491,14 @@ def build_report(
         f"({100 * config.rim:.0f}% at the seen outline). "
         "Methods: see `afford_eval/preafford_table2.py`; `direct_random` is chance, `direct_ceiling` "
         "the ceiling of a direct grasp, `scripted_push_critic` a privileged reference, not a method.",
+        "",
+        "The necessity check's c_2: "
+        + (
+            f"the critic's top-{TOP_FOR_C2} mean score calibrated by `{config.necessity}` (sha256 "
+            f"{config.necessity_sha256[:12]}) to the chance the object can be grasped where it lies."
+            if config.necessity
+            else f"the critic's top-{TOP_FOR_C2} mean score, uncalibrated."
+        ),
         "",
     ]
     for split, every in (("train", TRAIN), ("test", TEST)):
@@ -507,7 +590,8 @@ def table3_lines(config: Table2Config, records: Sequence[dict[str, Any]]) -> lis
         for key, cell in zip(rows, cells, strict=True):
             rows[key].append(cell)
     lines = [
-        f"## Table III: the necessity check (theta_g = {THETA_G}) on easy (G) and hard (U) objects, "
+        f"## Table III: the necessity check (theta_g = {THETA_G}, c_2 "
+        f"{'calibrated' if config.necessity else 'uncalibrated'}) on easy (G) and hard (U) objects, "
         f"the {TABLE3_SCENE} scene",
         "",
         f"G: easy-to-grasp categories, ours (the seed names none): train {', '.join(EASY_TRAIN)}; test "

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -140,3 +141,48 @@ def test_table3_counts_the_necessity_check_on_easy_and_hard_objects(
     # A Table II run (no easy category) has no Table III.
     assert "Table III" not in t2.build_report(
         t2.Table2Config(**{**config.as_dict(), "categories": ("tablet",)}), records, [])
+
+
+def test_a_calibrated_necessity_check_compares_the_calibrated_c2(
+    critic: Path, push_critic: Path, tmp_path: Path
+) -> None:
+    """With a calibration the check compares the chance the object is graspable, mapped from
+    the raw score by the run's curve, with theta_g; the record keeps both values. A calibration
+    fitted for another critic is refused before the run directory holds anything."""
+    from afford_perception.preafford.necessity import NecessityCheck
+
+    path = NecessityCheck(a=12.0, b=-6.0, critic_sha256=sha256_file(critic)).save(tmp_path / "n.json")
+    config = _config(
+        critic, push_critic, scenes=("edge",), categories=("tablet", "can"), methods=("preafford",),
+        proposals=6, necessity=str(path), necessity_sha256=sha256_file(path),
+    )
+    t2.run(tmp_path / "r", config)
+    records = t2.load_records(tmp_path / "r")
+    assert len(records) == 2 and not [r for r in records if r["error"]]
+    for r in records:
+        assert r["c2"] == pytest.approx(1 / (1 + np.exp(-(12.0 * r["c2_raw"] - 6.0))), abs=1e-3)
+        assert r["pushed"] == (r["c2"] < t2.THETA_G), r
+    assert "calibrated by `" in (tmp_path / "r" / "report.md").read_text()
+    other = NecessityCheck(a=12.0, b=-6.0, critic_sha256="f" * 64).save(tmp_path / "other.json")
+    with pytest.raises(ValueError, match="calibrated for the grasping critic ffff"):
+        t2.run(tmp_path / "r2", t2.Table2Config(**{**config.as_dict(), "necessity": str(other)}))
+    assert not (tmp_path / "r2").exists()
+
+
+def test_calibration_states_are_the_ceilings_of_training_categories(critic: Path, tmp_path: Path) -> None:
+    """``calibration_states`` reads a run's ``direct_ceiling`` records (raw c_2, graspable);
+    the object unseen is left out and counted; a run on a test category is refused."""
+    config = t2.Table2Config(model=str(critic), model_sha256="m" * 64, scenes=("edge",),
+                             categories=("tablet", "can"), methods=("direct_ceiling",), rollouts=2)
+    run = tmp_path / "val"
+    t2.write_json(run / "config.json", config.as_dict())
+    for k, (cat, c2, ok) in enumerate([("tablet", 0.2, False), ("can", 0.9, True), ("can", None, False)]):
+        rec = {"method": "direct_ceiling", "scene": "edge", "category": cat, "seed": k, "success": ok,
+               "c2": c2, "error": None}
+        t2.write_json(run / "rollouts" / "edge" / cat / "direct_ceiling" / f"{k:06d}.json", rec)
+    raw, graspable, info = t2.calibration_states(run)
+    assert sorted(zip(raw.tolist(), graspable.tolist(), strict=True)) == [(0.2, False), (0.9, True)]
+    assert info["abstained"] == 1 and info["model_sha256"] == "m" * 64 and info["seeds"] == [500_000, 500_001]
+    t2.write_json(run / "config.json", {**config.as_dict(), "categories": ["tablet", "phone"]})
+    with pytest.raises(ValueError, match=r"holds test categories \(phone\)"):
+        t2.calibration_states(run)
