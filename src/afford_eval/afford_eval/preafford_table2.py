@@ -68,6 +68,7 @@ from afford_core.files import write_atomic
 from afford_core.parallel import run_jobs, run_jobs_ray
 from afford_eval.runs import provenance, write_json
 from afford_eval.stats import wilson
+from afford_perception.preafford.necessity import THETA_G  # the seed's threshold on c_2
 
 PUSH_METHODS: tuple[str, ...] = (
     "push_random_direction",
@@ -82,8 +83,6 @@ METHODS: tuple[str, ...] = (
     *PUSH_METHODS,
     "scripted_push_critic",
 )
-THETA_G = 0.8
-"""The seed's necessity threshold on the estimated grasp success c_2."""
 MAX_PUSHES = 3
 """The closed loop's bound on pushes."""
 PUSH_CONTACTS = 32
