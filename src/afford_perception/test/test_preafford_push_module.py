@@ -47,6 +47,11 @@ def test_pushes_are_a_grid_on_the_seen_object_and_scores_are_bounded(tmp_path: P
     grid = push_grid(cloud, mask, 5, rng)
     assert grid.shape == (5 * DIRECTIONS * len(DISTANCES), 5)
     assert np.all(np.abs(grid[:, :2]) <= 0.1) and np.allclose(np.unique(grid[:, 4]), DISTANCES)
+    # Contact-major, then direction, then distance: the order the critic's runs index into.
+    row = 2 * DIRECTIONS * len(DISTANCES) + 3 * len(DISTANCES) + 1
+    assert np.allclose(grid[row, :3], grid[2 * DIRECTIONS * len(DISTANCES), :3])
+    assert grid[row, 3] == np.float32(np.linspace(-np.pi, np.pi, DIRECTIONS, endpoint=False)[3])
+    assert grid[row, 4] == np.float32(DISTANCES[1])
     torch.manual_seed(0)
     small = GraspModuleConfig(points=256, sa1_centers=64, sa1_neighbors=8, sa2_centers=16, sa2_neighbors=8)
     model = PushCritic(small).eval()

@@ -82,8 +82,13 @@ def push_grid(cloud: np.ndarray, is_obj: np.ndarray, contacts: int, rng: np.rand
     obj = cloud[is_obj] if is_obj.any() else cloud
     pts = obj[rng.choice(len(obj), contacts, replace=len(obj) < contacts)]
     angles = np.linspace(-np.pi, np.pi, DIRECTIONS, endpoint=False)
-    grid = [np.r_[p, a, d] for p in pts for a in angles for d in DISTANCES]
-    return np.array(grid, dtype=np.float32)
+    # Contact-major, then direction, then distance (the order the critic's data and runs use).
+    n_a, n_d = len(angles), len(DISTANCES)
+    grid = np.empty((len(pts), n_a, n_d, 5))
+    grid[..., :3] = pts[:, None, None, :]
+    grid[..., 3] = angles[None, :, None]
+    grid[..., 4] = np.asarray(DISTANCES)[None, None, :]
+    return grid.reshape(-1, 5).astype(np.float32)
 
 
 @torch.no_grad()
