@@ -271,7 +271,7 @@ def _cmd_bench_preafford(args: argparse.Namespace) -> int:
         push_model=push, push_model_sha256=sha256_file(Path(push)) if push else "",
         scenes=tuple(args.scenes), categories=tuple(args.categories), methods=tuple(args.methods),
         proposals=args.proposals, first_seed=args.first_seed, necessity=necessity,
-        necessity_sha256=sha256_file(Path(necessity)) if necessity else "",
+        necessity_sha256=sha256_file(Path(necessity)) if necessity else "", videos=args.videos,
     )
 
     def progress(done: int, total: int, rec: dict[str, Any]) -> None:
@@ -861,6 +861,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the necessity check's calibration (preafford calibrate; default: the shipped one, "
                     "fitted for the shipped critic); raw: compare the critic's score itself with theta_g")
     pb.add_argument("--first-seed", type=int, default=500_000)
+    pb.add_argument("--videos", type=int, default=0, metavar="K",
+                    help="film the first K seeds of every (scene, category, method) but direct_ceiling: "
+                    "videos/<scene>/<category>/<method>/<seed>.mp4 in the run directory")
     pb.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     pb.add_argument("--executor", choices=["local", "ray"], default="local")
     pb.add_argument("--ray-address", default=None)

@@ -60,11 +60,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
-from afford_core.files import write_atomic
+from afford_core.files import remove_temporaries, write_atomic
 from afford_core.parallel import run_jobs, run_jobs_ray
 from afford_eval.runs import provenance, write_json
 from afford_eval.stats import wilson
@@ -134,6 +134,9 @@ class Table2Config:
             across its thickness, from the cloud alone), the rest by the seed's sampler.
         first_seed: Seed of the first scene (default far from the training collections' seeds).
         necessity: The necessity check's calibration (its path and sha256); empty: the raw score.
+        videos: The first ``videos`` seeds of every (scene kind, category, method) are filmed
+            (``videos/<scene>/<category>/<method>/<seed>.mp4``); never ``direct_ceiling``, which
+            tries every proposal.
     """
 
     model: str
@@ -149,6 +152,7 @@ class Table2Config:
     first_seed: int = 500_000
     necessity: str = ""
     necessity_sha256: str = ""
+    videos: int = 0
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.methods if m not in METHODS]
@@ -161,6 +165,8 @@ class Table2Config:
             )
         if self.rollouts < 1 or self.proposals < 1:
             raise ValueError("rollouts and proposals must be >= 1")
+        if self.videos < 0:
+            raise ValueError(f"videos must be >= 0, got {self.videos}")
 
     def as_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(asdict(self)))
@@ -182,16 +188,20 @@ class Job:
     rim: float
     push_model: str = ""
     necessity: str = ""
+    video: bool = False
 
     def path(self, run_dir: Path) -> Path:
         return run_dir / "rollouts" / self.scene / self.category / self.method / f"{self.seed:06d}.json"
+
+    def video_path(self, run_dir: Path) -> Path:
+        return run_dir / "videos" / self.scene / self.category / self.method / f"{self.seed:06d}.mp4"
 
 
 def jobs_of(config: Table2Config) -> list[Job]:
     return [
         Job(
             s, c, m, config.first_seed + k, config.model, config.proposals, config.rim, config.push_model,
-            config.necessity,
+            config.necessity, video=k < config.videos and m != "direct_ceiling",
         )
         for k in range(config.rollouts)
         for s in config.scenes
@@ -264,8 +274,13 @@ def record_crash(record: dict[str, Any], err: Exception) -> None:
     record.update(success=False, pushes=[], c2=None, error=f"{type(err).__name__}: {err}")
 
 
+VIDEO_FPS = 25
+
+
 def rollout(job: Job) -> dict[str, Any]:
-    """One method on one seeded scene; a crash is a failed rollout with its message."""
+    """One method on one seeded scene; a crash is a failed rollout with its message. A filmed
+    job's video comes back with the record (``VIDEO_KEY``: the MP4's bytes), so the process
+    that stores the record writes it, wherever the rollout ran (a Ray node)."""
     from afford_perception.preafford.grasp_module import cloud_proposals, score_grasps
     from afford_sim.preafford.grasps import Grasp, try_grasps
     from afford_sim.preafford.objects import split_of
@@ -275,8 +290,10 @@ def rollout(job: Job) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     record: dict[str, Any] = {**asdict(job), "split": split_of(job.category)}
+    frames: list[np.ndarray] | None = None
     try:
         world = PreGraspWorld(sample_scene(job.scene, job.category, job.seed))
+        frames = world.film(VIDEO_FPS) if job.video else None
         rng = np.random.default_rng([job.seed, 3])
         pushes: list[dict[str, Any]] = []
         check = _necessity(job.necessity) if job.necessity else None
@@ -352,16 +369,39 @@ def rollout(job: Job) -> dict[str, Any]:
             record.update(success=False, pushes=[], c2=None, abstained=str(err), error=None)
     except Exception as err:  # noqa: BLE001 - a crash is a failed rollout, kept with its reason
         record_crash(record, err)
+        frames = None
+    if frames is not None:
+        record["video_path"] = str(job.video_path(Path(".")))
+        record["video_frames"] = len(frames)
+        record[VIDEO_KEY] = _mp4(frames)
     record["wall_s"] = round(time.perf_counter() - t0, 2)
     return record
 
 
-def _valid(path: Path, job: Job) -> bool:
+VIDEO_KEY = "_video_mp4"
+
+
+def _mp4(frames: list[np.ndarray]) -> bytes:
+    """The frames as an H.264 MP4 at :data:`VIDEO_FPS`."""
+    import tempfile
+
+    import imageio.v2 as imageio
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "v.mp4"
+        imageio.mimwrite(str(path), cast(list[Any], frames), fps=VIDEO_FPS, macro_block_size=1)
+        return path.read_bytes()
+
+
+def _valid(run_dir: Path, job: Job) -> bool:
+    """The job's record is there, of this job, not a crash, and its video too when it is filmed."""
     try:
-        rec = json.loads(path.read_text())
+        rec = json.loads(job.path(run_dir).read_text())
     except (OSError, ValueError):
         return False
-    return all(rec.get(k) == v for k, v in asdict(job).items()) and "success" in rec and not rec.get("error")
+    ours = all(rec.get(k) == v for k, v in asdict(job).items())
+    filmed = not job.video or job.video_path(run_dir).exists()
+    return ours and "success" in rec and not rec.get("error") and filmed
 
 
 @dataclass
@@ -396,15 +436,19 @@ def run(
         raise ValueError(f"{run_dir} is not empty and holds no preafford config; choose another --out")
     else:
         write_json(path, config.as_dict())
+    remove_temporaries(run_dir)  # what a killed session left half-written
     prov = run_dir / "provenance.json"
     sessions = json.loads(prov.read_text()) if prov.exists() else []
     write_json(prov, [*sessions, provenance(command, run_dir)])
     every = jobs_of(config)
-    todo = [j for j in every if not _valid(j.path(run_dir), j)]
+    todo = [j for j in every if not _valid(run_dir, j)]
     done = len(every) - len(todo)
 
     def store(job: Job, record: dict[str, Any]) -> None:
         nonlocal done
+        video = record.pop(VIDEO_KEY, None)
+        if video is not None:  # the video first: a record names only a video that is there
+            write_atomic(job.video_path(run_dir), video)
         write_atomic(job.path(run_dir), (json.dumps(record, indent=1) + "\n").encode())
         done += 1
         if progress is not None:
@@ -525,6 +569,7 @@ def build_report(
         lines.append("")
     lines += table3
     errors = [r for r in records if r.get("error")]
+    filmed = [r for r in records if r.get("video_path")]
     falls = [r for r in records if any(p.get("fell") for p in r.get("pushes", []))]
     abstained = [r for r in records if r.get("abstained")]
     pushed = [r for r in records if r["method"] in PUSH_METHODS]
@@ -532,7 +577,9 @@ def build_report(
         f"Rollouts: {len(records)}; crashed: {len(errors)}; abstained (the object barely seen): "
         f"{len(abstained)}; the object fell during a push: {len(falls)}; the pushing methods pushed "
         f"in {sum(bool(r.get('pushed')) for r in pushed)} of {len(pushed)} rollouts (the necessity "
-        f"check let the rest grasp directly).",
+        f"check let the rest grasp directly)."
+        + (f" Videos: {len(filmed)} rollouts filmed (`videos/<scene>/<category>/<method>/<seed>.mp4`)."
+           if filmed else ""),
         "",
         "Sessions: "
         + "; ".join(

@@ -186,3 +186,35 @@ def test_calibration_states_are_the_ceilings_of_training_categories(critic: Path
     t2.write_json(run / "config.json", {**config.as_dict(), "categories": ["tablet", "phone"]})
     with pytest.raises(ValueError, match=r"holds test categories \(phone\)"):
         t2.calibration_states(run)
+
+
+def test_videos_film_the_methods_without_changing_what_they_do(
+    critic: Path, push_critic: Path, tmp_path: Path
+) -> None:
+    """``videos=1``: the first seed of every (scene, category, method) but the ceiling is
+    filmed; a filmed rollout's outcome is the unfilmed one's (rendering only reads the state);
+    the video is a readable MP4 of the frames recorded; a deleted video is filmed again on resume."""
+    import imageio.v3 as iio
+
+    kw: dict[str, Any] = dict(scenes=("edge",), categories=("tablet",), proposals=6,
+                              methods=("direct_critic", "direct_ceiling", "preafford"))
+    plain = _config(critic, push_critic, **kw)
+    filmed = t2.Table2Config.from_dict({**plain.as_dict(), "videos": 1})
+    t2.run(tmp_path / "plain", plain)
+    t2.run(tmp_path / "filmed", filmed)
+    a = {r["method"]: r for r in t2.load_records(tmp_path / "plain")}
+    b = {r["method"]: r for r in t2.load_records(tmp_path / "filmed")}
+    skip = {"wall_s", "video", "video_path", "video_frames"}
+    def outcome(r: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in r.items() if k not in skip}
+
+    for m in a:
+        assert outcome(a[m]) == outcome(b[m]), m
+    assert "video_path" not in b["direct_ceiling"] and not list((tmp_path / "plain").glob("videos/**/*.mp4"))
+    path = tmp_path / "filmed" / b["preafford"]["video_path"]
+    frames = iio.imread(path, index=None)
+    assert frames.shape[0] == b["preafford"]["video_frames"] > 10 and frames.shape[-1] == 3
+    assert "Videos: 2 rollouts filmed" in (tmp_path / "filmed" / "report.md").read_text()
+    path.unlink()
+    again = t2.run(tmp_path / "filmed", filmed)
+    assert again.ran == 1 and path.exists()

@@ -320,6 +320,9 @@ class PreGraspWorld:
         self._object_geoms = {g for g in range(m.ngeom) if m.geom_bodyid[g] == self._obj_body}
         self._scene_geoms = set(range(m.ngeom)) - self._gripper_geoms - self._object_geoms
         self._renderer: Any = None
+        self._frames: list[np.ndarray] | None = None
+        self._frame_every = 1
+        self._since_frame = 0
         self._park()
         self.settle()
 
@@ -370,7 +373,40 @@ class PreGraspWorld:
         pick = (rng or np.random.default_rng(0)).choice(len(pts), n, replace=len(pts) < n)
         return pts[pick].astype(np.float32), is_obj[pick]
 
+    def frame(self) -> np.ndarray:
+        """An RGB image (H, W, 3) of the scene camera now (the depth camera's view)."""
+        from afford_sim.camera import CameraRenderer
+
+        if self._renderer is None:
+            self._renderer = CameraRenderer(self.model)
+        w, h = CAMERA_SIZE
+        rgb, _, _ = self._renderer.render(
+            self.data, self.model.camera("view").id, w, h, rgb=True, depth=False, geom_ids=False
+        )
+        assert rgb is not None
+        return rgb
+
+    def film(self, fps: int = 25) -> list[np.ndarray]:
+        """From now on, an RGB frame every ``1 / fps`` s of simulated time is appended to the
+        returned list (the first one now). Rendering only reads the state: a filmed rollout's
+        outcome is the unfilmed one's."""
+        if fps < 1:
+            raise ValueError(f"fps must be >= 1, got {fps}")
+        self._frames = [self.frame()]
+        self._frame_every = max(1, int(round(1.0 / (fps * TIMESTEP))))
+        self._since_frame = 0
+        return self._frames
+
     # ------------------------------------------------------------------ motion
+    def _advance(self) -> None:
+        """One physics step (and a frame, when filming and one is due)."""
+        mujoco.mj_step(self.model, self.data)
+        if self._frames is not None:
+            self._since_frame += 1
+            if self._since_frame >= self._frame_every:
+                self._since_frame = 0
+                self._frames.append(self.frame())
+
     def _park(self) -> None:
         """The gripper out of the way, 0.5 m above the table, pointing down, closed."""
         self._place_hand(np.array([0.0, 0.0, 0.5]), np.diag([1.0, -1.0, -1.0]), opening=0.0)
@@ -399,7 +435,7 @@ class PreGraspWorld:
         """Simulate ``seconds``; with ``watch``, whether the gripper touched the scene."""
         touched = False
         for _ in range(int(round(seconds / TIMESTEP))):
-            mujoco.mj_step(self.model, self.data)
+            self._advance()
             if watch and not touched:
                 touched = self._hand_touches(self._scene_geoms)
         return touched
@@ -411,7 +447,7 @@ class PreGraspWorld:
         touched = False
         for i in range(1, n + 1):
             self.data.mocap_pos[self._mocap] = start + (goal - start) * i / n
-            mujoco.mj_step(self.model, self.data)
+            self._advance()
             if watch and not touched:
                 touched = self._hand_touches(self._scene_geoms)
         return touched
