@@ -229,6 +229,41 @@ def _cmd_preafford_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_preafford_run(args: argparse.Namespace) -> int:
+    """One scene, one method, every decision said: what the check estimated, each push chosen
+    (with the critic's value and the c_2 it was chosen at) and what it did, the grasp; the film
+    when asked."""
+    from afford_eval import preafford_table2 as t2
+    from afford_perception.preafford import weights_dir
+
+    model = args.model or str(weights_dir() / "grasp_critic.pt")
+    pushing = args.method in t2.PUSH_METHODS
+    push = (args.push_model or str(weights_dir() / "push_critic.pt")) if pushing else ""
+    necessity = "" if args.necessity == "raw" or not pushing else (
+        args.necessity or str(weights_dir() / "necessity.json"))
+    if necessity:
+        from afford_eval.runs import sha256_file
+        from afford_perception.preafford.necessity import load
+
+        load(necessity).check_critic(sha256_file(Path(model)))
+    job = t2.Job(args.scene, args.category, args.method, args.seed, model, args.proposals, 0.5, push,
+                 necessity, video=bool(args.video))
+    record = t2.rollout(job)
+    video = record.pop(t2.VIDEO_KEY, None)
+    if video is not None:
+        from afford_core.files import write_atomic
+
+        write_atomic(Path(args.video), video)
+        record["video_path"] = args.video
+    if args.json:
+        print(json.dumps(record))
+    else:
+        print(t2.describe(record))
+    if record.get("error"):
+        raise RuntimeError(f"the rollout crashed: {record['error']}")
+    return 0 if record["success"] else 3
+
+
 def _cmd_preafford_summary(args: argparse.Namespace) -> int:
     from afford_data.preafford import summary
 
@@ -934,6 +969,23 @@ def build_parser() -> argparse.ArgumentParser:
                       "direct_ceiling rollouts of training categories only")
     pcal.add_argument("--out", required=True, help="calibration file to write (JSON)")
     pcal.set_defaults(func=_cmd_preafford_calibrate)
+    prun = pasub.add_parser("run", help="one seeded pre-grasp scene and one method, every decision "
+                            "printed (the check's c_2, each push chosen and what it did, the grasp); exit 0 "
+                            "lifted, 3 not")
+    from afford_eval import preafford_table2 as t2
+
+    prun.add_argument("--category", required=True, choices=sorted(GENERATORS))
+    prun.add_argument("--scene", default="multi", choices=list(SCENES))
+    prun.add_argument("--seed", type=int, default=0)
+    prun.add_argument("--method", default="preafford", choices=list(t2.METHODS))
+    prun.add_argument("--model", default=None, help="grasping critic (default: the shipped one)")
+    prun.add_argument("--push-model", default=None, help="pre-grasping critic (default: the shipped one)")
+    prun.add_argument("--necessity", default=None, metavar="FILE|raw",
+                      help="the necessity check's calibration (default: the shipped one)")
+    prun.add_argument("--proposals", type=int, default=64)
+    prun.add_argument("--video", default=None, metavar="FILE.mp4", help="film the rollout to this file")
+    prun.add_argument("--json", action="store_true", help="the rollout's record as JSON")
+    prun.set_defaults(func=_cmd_preafford_run)
     pst = pasub.add_parser("summary", help="counts per scene of a collection")
     pst.add_argument("dir")
     pst.set_defaults(func=_cmd_preafford_summary)

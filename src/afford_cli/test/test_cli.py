@@ -244,3 +244,22 @@ def test_preafford_calibrate_fits_the_check_on_a_validation_run(tmp_path: Path) 
     assert check.critic_sha256 == "d" * 64 and check.fitted_on["states"] == 80
     assert check.fitted_on["command"].startswith("afford preafford calibrate")
     assert 0.0 < check.a and check.push_needed(0.1)
+
+
+def test_preafford_run_says_every_decision_and_films_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``afford preafford run`` runs one seeded scene with the shipped modules and the shipped
+    calibration: the check's c_2, each push chosen, the grasp, the outcome as the exit code (0
+    lifted, 3 not), the film when asked; ``--json`` is the runner's record."""
+    video = tmp_path / "r.mp4"
+    argv = ["preafford", "run", "--category", "tablet", "--scene", "edge", "--seed", "3", "--proposals", "16"]
+    code = main([*argv, "--video", str(video)])
+    out = capsys.readouterr().out
+    assert code in (0, 3) and video.stat().st_size > 1000
+    assert "preafford on a tablet (train), edge scene, seed 3" in out and "c_2 at the start" in out
+    assert ("grasp: LIFTED" in out) == (code == 0), out
+    assert main([*argv, "--json"]) == code  # the same seeded rollout, filmed or not
+    record = json.loads(capsys.readouterr().out)
+    assert record["necessity"].endswith("necessity.json") and record["pushed"] == (record["c2"] < 0.8)
+    assert len(record["pushes"]) == sum(f"push {k}:" in out for k in range(1, 4))

@@ -393,6 +393,44 @@ def _mp4(frames: list[np.ndarray]) -> bytes:
         return path.read_bytes()
 
 
+def describe(record: dict[str, Any]) -> str:
+    """A rollout's record as lines a person reads: the scene, the check, each push, the grasp."""
+    lines = [f"{record['method']} on a {record['category']} ({record['split']}), {record['scene']} scene, "
+             f"seed {record['seed']}"]
+    if record.get("abstained"):
+        return "\n".join([*lines, f"abstained: {record['abstained']}"])
+    if record.get("c2") is not None:
+        raw = f" (critic's raw score {record['c2_raw']:.2f})" if record.get("c2_raw") != record["c2"] else ""
+        check = f"; the check pushes under theta_g {THETA_G}" if record["method"] in PUSH_METHODS else ""
+        lines.append(f"c_2 at the start {record['c2']:.2f}{raw}{check}")
+    for k, push in enumerate(record.get("pushes", []), 1):
+        moved = f"moved {100 * push['moved']:.1f} cm"
+        if "feature" in push:
+            lines.append(f"push {k}: scripted towards the {push['feature']}: {moved}")
+            continue
+        x, y, z = push["contact"]
+        lines.append(
+            f"push {k}: contact ({x:.3f}, {y:.3f}, {z:.3f}) m, direction "
+            f"{np.degrees(push['direction']):.0f} deg, {100 * push['distance']:.0f} cm (critic's value "
+            f"{push.get('value', float('nan')):.3f}, c_2 before {push.get('c2_before', float('nan')):.2f}): "
+            f"{moved}, turned {push['turned_deg']:.0f} deg" + (", FELL" if push["fell"] else "")
+            + (", hit the scene" if push["collided"] else "") + (", blocked" if push["blocked"] else "")
+        )
+    if record.get("c2_final") is not None and record.get("pushes"):
+        lines.append(f"c_2 after the pushes {record['c2_final']:.2f}")
+    if record.get("error"):
+        lines.append(f"crashed: {record['error']}")
+    elif record["method"] == "direct_ceiling":
+        some = "a" if record["success"] else "no"
+        lines.append(f"ceiling: {some} proposal of {record['proposals']} lifted it")
+    else:
+        lines.append(f"grasp: {'LIFTED' if record['success'] else 'failed'} (the chosen proposal's score "
+                     f"{record.get('chosen_score', float('nan')):.2f})")
+    if record.get("video_path"):
+        lines.append(f"video: {record['video_path']}")
+    return "\n".join(lines)
+
+
 def _valid(run_dir: Path, job: Job) -> bool:
     """The job's record is there, of this job, not a crash, and its video too when it is filmed."""
     try:
