@@ -26,13 +26,13 @@ import os
 import platform
 import shlex
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from bench_affordance import time_calls
 
 from afford_eval.preafford_table2 import EASY_TRAIN, PUSH_CONTACTS, TOP_FOR_C2, TRAIN
 from afford_perception.preafford import weights_dir
@@ -49,14 +49,8 @@ FIRST_SEED = 700_000
 
 
 def timed(fn: Callable[[], object], runs: int, warmup: int = 2) -> list[float]:
-    for _ in range(warmup):
-        fn()
-    out = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        out.append(1000.0 * (time.perf_counter() - t0))
-    return out
+    """Milliseconds of ``runs`` calls after ``warmup`` untimed ones."""
+    return [1000.0 * t for t in time_calls(fn, runs, warmup)]
 
 
 def time_steps(
