@@ -257,3 +257,26 @@ def test_config_rejects_inconsistent_architecture() -> None:
         AffordanceModelConfig(fp_mlp=())
     with pytest.raises(ValueError, match="category_dim"):
         AffordanceModelConfig(category_dim=-1)
+
+
+def test_samplings_and_neighbours_kept_for_the_same_cloud_are_copies_of_the_same_result() -> None:
+    """Two encoders of one cloud share its farthest-point sampling and neighbour searches (kept
+    by exact contents): a repeated call returns what a fresh computation returns, as a copy the
+    caller may change, and a cloud differing in one coordinate is computed anew."""
+    from afford_perception.affordance import model as m
+
+    rng = np.random.default_rng(0)
+    xyz = torch.from_numpy(rng.normal(size=(1, 300, 3)).astype(np.float32))
+    m.forget_recent()
+    first = farthest_point_sample(xyz, 32)
+    first[0, 0] = -1  # the caller's copy
+    again = farthest_point_sample(xyz, 32)
+    m.forget_recent()
+    assert torch.equal(again, farthest_point_sample(xyz, 32)) and int(again[0, 0]) != -1
+    d1, i1 = nearest(xyz[:, :10], xyz, 5)
+    d2, i2 = nearest(xyz[:, :10], xyz, 5)
+    assert torch.equal(d1, d2) and torch.equal(i1, i2) and d1.data_ptr() != d2.data_ptr()
+    moved = xyz.clone()
+    moved[0, int(again[0, 1]), 0] += 10.0  # a centre moved far out: the sampling changes
+    assert not torch.equal(farthest_point_sample(moved, 32), again)
+    assert len(m._FPS_RECENT.entries) <= m._FPS_RECENT.size  # a few kept, never more
