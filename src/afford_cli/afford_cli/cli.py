@@ -239,13 +239,11 @@ def _cmd_preafford_run(args: argparse.Namespace) -> int:
     model = args.model or str(weights_dir() / "grasp_critic.pt")
     pushing = args.method in t2.PUSH_METHODS
     push = (args.push_model or str(weights_dir() / "push_critic.pt")) if pushing else ""
-    necessity = "" if args.necessity == "raw" or not pushing else (
-        args.necessity or str(weights_dir() / "necessity.json"))
+    necessity = _necessity_choice(args.necessity, pushing, str(weights_dir() / "necessity.json"))
     if necessity:
         from afford_eval.runs import sha256_file
-        from afford_perception.preafford.necessity import load
 
-        load(necessity).check_critic(sha256_file(Path(model)))
+        t2.check_calibration(necessity, sha256_file(Path(model)))
     job = t2.Job(args.scene, args.category, args.method, args.seed, model, args.proposals, 0.5, push,
                  necessity, video=bool(args.video))
     record = t2.rollout(job)
@@ -262,6 +260,15 @@ def _cmd_preafford_run(args: argparse.Namespace) -> int:
     if record.get("error"):
         raise RuntimeError(f"the rollout crashed: {record['error']}")
     return 0 if record["success"] else 3
+
+
+def _necessity_choice(given: str | None, pushing: bool, shipped: str) -> str:
+    """The calibration a command's necessity check uses: none when no method pushes (only the
+    pushing methods read it) or ``raw`` was asked for (the critic's score against theta_g),
+    else the one given, else the shipped one."""
+    if given == "raw" or not pushing:
+        return ""
+    return given or shipped
 
 
 def _cmd_preafford_summary(args: argparse.Namespace) -> int:
@@ -298,9 +305,7 @@ def _cmd_bench_preafford(args: argparse.Namespace) -> int:
     if args.push_model is None and any(m in t2.PUSH_METHODS for m in args.methods):
         args.push_model = shipped("push_critic.pt")
     push = args.push_model or ""
-    # The necessity check's calibration: only the pushing methods read it; "raw" compares the
-    # critic's score itself with theta_g.
-    necessity = "" if args.necessity == "raw" or not push else (args.necessity or shipped("necessity.json"))
+    necessity = _necessity_choice(args.necessity, bool(push), shipped("necessity.json"))
     config = t2.Table2Config(
         model=args.model, model_sha256=sha256_file(Path(args.model)), rollouts=args.rollouts,
         push_model=push, push_model_sha256=sha256_file(Path(push)) if push else "",

@@ -503,15 +503,19 @@ def run(
 def check_necessity(config: Table2Config) -> None:
     """Refuse, before anything runs, a calibration that is unreadable, changed since the run was
     configured, or fitted for another grasping critic."""
-    if not config.necessity:
-        return
+    if config.necessity:
+        check_calibration(config.necessity, config.model_sha256, config.necessity_sha256)
+
+
+def check_calibration(necessity: str, model_sha256: str, necessity_sha256: str = "") -> None:
+    """The calibration at ``necessity`` is readable, fitted for the critic of ``model_sha256``,
+    and (when ``necessity_sha256`` is given) the file it was when a run was configured."""
     from afford_eval.runs import sha256_file
     from afford_perception.preafford.necessity import load
 
-    check = load(config.necessity)
-    check.check_critic(config.model_sha256)
-    if config.necessity_sha256 and sha256_file(Path(config.necessity)) != config.necessity_sha256:
-        raise ValueError(f"{config.necessity} changed since the run was configured (sha256 differs)")
+    load(necessity).check_critic(model_sha256)
+    if necessity_sha256 and sha256_file(Path(necessity)) != necessity_sha256:
+        raise ValueError(f"{necessity} changed since the run was configured (sha256 differs)")
 
 
 def calibration_states(run_dir: Path | str) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:

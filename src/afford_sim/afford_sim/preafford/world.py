@@ -354,15 +354,14 @@ class PreGraspWorld:
         frame) within :data:`CLOUD_RADIUS` of the object's start (object and scene together),
         and which of them are the object's (from the renderer's geom ids: the seed segments the
         object too). The gripper is parked out of view. Drawn with replacement when fewer are seen."""
-        from afford_sim.camera import CameraRenderer, backproject, camera_pose
+        from afford_sim.camera import backproject, camera_pose
 
-        if self._renderer is None:
-            self._renderer = CameraRenderer(self.model)
+        renderer = self._camera()
         cam = self.model.camera("view").id
         w, h = CAMERA_SIZE
-        _, depth, ids = self._renderer.render(self.data, cam, w, h, rgb=False)
+        _, depth, ids = renderer.render(self.data, cam, w, h, rgb=False)
         assert depth is not None and ids is not None
-        k = self._renderer.intrinsics(w, h)
+        k = renderer.intrinsics(w, h)
         hit = (depth > 0) & ~np.isin(ids, list(self._gripper_geoms))
         pts = backproject(depth, k, camera_pose(self.data, cam), hit)
         is_obj = np.isin(ids[hit], list(self._object_geoms))
@@ -373,14 +372,18 @@ class PreGraspWorld:
         pick = (rng or np.random.default_rng(0)).choice(len(pts), n, replace=len(pts) < n)
         return pts[pick].astype(np.float32), is_obj[pick]
 
+    def _camera(self) -> Any:
+        """The scene camera's renderer, made on first use (a world that never looks needs no GL)."""
+        if self._renderer is None:
+            from afford_sim.camera import CameraRenderer
+
+            self._renderer = CameraRenderer(self.model)
+        return self._renderer
+
     def frame(self) -> np.ndarray:
         """An RGB image (H, W, 3) of the scene camera now (the depth camera's view)."""
-        from afford_sim.camera import CameraRenderer
-
-        if self._renderer is None:
-            self._renderer = CameraRenderer(self.model)
         w, h = CAMERA_SIZE
-        rgb, _, _ = self._renderer.render(
+        rgb, _, _ = self._camera().render(
             self.data, self.model.camera("view").id, w, h, rgb=True, depth=False, geom_ids=False
         )
         assert rgb is not None
