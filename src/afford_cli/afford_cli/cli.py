@@ -244,8 +244,8 @@ def _cmd_preafford_run(args: argparse.Namespace) -> int:
         from afford_eval.runs import sha256_file
 
         t2.check_calibration(necessity, sha256_file(Path(model)))
-    job = t2.Job(args.scene, args.category, args.method, args.seed, model, args.proposals, 0.5, push,
-                 necessity, video=bool(args.video))
+    job = t2.Job(args.scene, args.category, args.method, args.seed, model, args.proposals,
+                 t2.Table2Config.rim, push, necessity, video=bool(args.video))  # the runner's outline share
     record = t2.rollout(job)
     video = record.pop(t2.VIDEO_KEY, None)
     if video is not None:
