@@ -1,0 +1,161 @@
+"""The executor node when its own process stalls between a chunk's checks and its start.
+
+A busy machine deschedules the node for tens of milliseconds now and then (CI: a replayed
+demonstration's first chunk after a gripper command was dropped three times over, and the next
+one, continuing it, refused as a 0.058 rad jump from the arm). Here the stall is made where it
+happens: the node's real limit checks run, then sleep past the 20 ms lead before the start. The
+node is the real one, built in this process with its plug-in driver registry holding a driver
+that records what it is asked to start (the robot is the boundary: the franky path is covered by
+``test_executor_node.py`` against franky-sim). Chunks are handed to the node's subscription
+callback directly, as the stream's callback group would.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from afford_ros.drivers import DRIVERS, Driver, MotionState
+
+Q_REST = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.785])
+
+
+class RecordingDriver(Driver):
+    """An arm that holds at ``Q_REST`` and records each start (monotonic time, times, targets)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.starts: list[tuple[float, np.ndarray, np.ndarray]] = []
+
+    def current_q(self) -> np.ndarray:
+        return Q_REST.copy()
+
+    def start(self, times: np.ndarray, positions: np.ndarray, velocities: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+        self.starts.append((time.monotonic(), np.array(times), np.array(positions)))
+        return np.array(times), np.array(positions)
+
+    def status(self) -> MotionState:
+        return MotionState(running=bool(self.starts))
+
+    def stop(self) -> None:
+        pass
+
+    def gripper(self, command: str, width: float, force: float) -> tuple[bool, float, str]:
+        return True, width, "ok"
+
+
+@pytest.fixture()
+def node() -> Iterator[Any]:
+    import rclpy
+
+    from afford_ros.nodes.executor import ExecutorNode
+
+    if "recording_test" not in DRIVERS:
+        DRIVERS.register("recording_test", RecordingDriver)
+    rclpy.init(args=["--ros-args", "-p", "backend:=recording_test"], domain_id=150 + os.getpid() % 80)
+    made = ExecutorNode()
+    try:
+        yield made
+    finally:
+        made.destroy_node()
+        rclpy.try_shutdown()
+
+
+def _chunk(node: Any, offsets: list[np.ndarray], period: float = 0.1, lead: float = 0.2) -> Any:
+    from builtin_interfaces.msg import Duration
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    msg = JointTrajectory(joint_names=list(node._arm_joints))
+    msg.header.stamp = node.get_clock().now().to_msg()
+    for k, dq in enumerate(offsets):
+        t = lead + k * period
+        msg.points.append(JointTrajectoryPoint(
+            positions=[float(v) for v in Q_REST + dq],
+            time_from_start=Duration(sec=int(t), nanosec=int(round((t % 1) * 1e9)))))
+    return msg
+
+
+class Stall:
+    """The node's limit checks, each followed by a sleep of ``seconds`` while ``left`` > 0 (a
+    process descheduled between a chunk's checks and its start)."""
+
+    def __init__(self, node: Any, seconds: float, left: int) -> None:
+        self.seconds, self.left, self.count = seconds, left, 0
+        real = node.safety.check_trajectory
+
+        def check(*args: Any, **kwargs: Any) -> Any:
+            verdict = real(*args, **kwargs)
+            if self.left > 0:
+                self.left -= 1
+                self.count += 1
+                time.sleep(self.seconds)
+            return verdict
+
+        node.safety.check_trajectory = check
+
+
+def test_a_stall_from_rest_delays_the_chunk_whole(node: Any) -> None:
+    """From an arm that holds still, a 60 ms stall after the checks starts the chunk 60 ms later
+    (its targets unchanged); the next chunk of the stream runs that much behind as well. Before
+    the fix the chunk was checked again and again, stalled each time, and dropped, and the next
+    was refused."""
+    from afford_ros.nodes import executor
+
+    step = np.zeros(7)
+    step[1] = 0.03
+    # Every look stalls, as on CI's loaded machine; one look is enough now.
+    stall = Stall(node, 0.06, left=executor._STALL_TRIES)
+    node._on_targets(_chunk(node, [step * 0.5, step]))
+    driver: RecordingDriver = node.driver
+    assert len(driver.starts) == 1, "the stalled chunk was not started"
+    assert stall.count == 1, f"checked {stall.count} times: the stall was not absorbed"
+    _, times, qs = driver.starts[0]
+    np.testing.assert_allclose(qs[0], Q_REST + step * 0.5)
+    assert times[0] >= 0.02 - 1e-6  # its first target still a lead ahead of the start
+    assert node._stream_delay >= 0.06  # the stream runs the stall behind its stamps
+    assert node._stream is not None
+    np.testing.assert_allclose(node._stream[1][0], Q_REST)  # checked from the measured arm
+
+    # The next chunk continues it, delayed by as much: its first target lands where the first
+    # chunk's last one is due, not 60 ms earlier, so it is no jump from the running motion.
+    stall.left = 0
+    node._on_targets(_chunk(node, [step, step * 1.5]))
+    assert len(driver.starts) == 2, "the chunk after the re-timed one was not taken"
+
+
+def test_a_stall_against_a_running_chunk_is_checked_afresh(node: Any) -> None:
+    """While a chunk moves the arm, a stall is no delay to absorb: where the running chunk is
+    has moved on, so the chunk is checked again from a new now (and started then), not shifted."""
+    step = np.zeros(7)
+    step[0] = 0.02
+    node._on_targets(_chunk(node, [step * k for k in range(1, 12)], period=0.1))  # 1.2 s of motion
+    driver: RecordingDriver = node.driver
+    assert len(driver.starts) == 1
+    delay_before = node._stream_delay
+    stall = Stall(node, 0.06, left=1)
+    # Its first target 0.5 s ahead (where the running chunk is then), so that the second look,
+    # even on a busy machine, finds it no later than the lead: nothing to re-time.
+    node._on_targets(_chunk(node, [step * 4, step * 5], lead=0.5))
+    assert stall.count == 1 and len(driver.starts) == 2  # taken on the second look
+    assert node._stream_delay == delay_before  # not shifted by the stall
+
+
+def test_a_stall_past_the_start_delay_is_not_absorbed(node: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The re-timing from rest is bounded (_MAX_START_DELAY in all): a chunk that stalls past
+    it on every look is dropped with the reason, and nothing starts."""
+    from afford_ros.nodes import executor
+
+    step = np.zeros(7)
+    step[1] = 0.03
+    stall = Stall(node, 0.06, left=executor._STALL_TRIES)
+    monkeypatch.setattr(executor, "_MAX_START_DELAY", 0.03)  # smaller than the stall
+    node._on_targets(_chunk(node, [step * 0.5, step]))
+    assert stall.count == executor._STALL_TRIES
+    assert node.driver.starts == []
+    assert node._stream is None
