@@ -10,6 +10,10 @@ export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
 # the lab's robot PC, to see the graph from another machine (RViz, Foxglove), set
 # ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET and a ROS_DOMAIN_ID of the lab's before sourcing this.
 export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}"
+# Fast DDS profiles (config/fastdds_profiles.xml): a service waits up to 2 s, not 100 ms, for a
+# new client to be discovered before it gives its answer up (a busy machine is slow to discover).
+# Naming a file of your own? Copy its "service" profile into it.
+export FASTDDS_DEFAULT_PROFILES_FILE="${FASTDDS_DEFAULT_PROFILES_FILE:-$_AFFORD_ROOT/config/fastdds_profiles.xml}"
 # Generated message classes check field types only when asked; ask, so a wrong type fails
 # where it is set rather than arriving as garbage on the other side.
 export ROS_PYTHON_CHECK_FIELDS="${ROS_PYTHON_CHECK_FIELDS:-1}"

@@ -21,7 +21,8 @@ setup(
         (f"share/{PACKAGE}/launch", sorted(glob("launch/*.launch.py", root_dir=HERE))),
         # The parameter files live in the repository's top-level config/ (graph.config_dir finds
         # them there in a checkout, and here, under share/, once installed).
-        (f"share/{PACKAGE}/config", sorted(glob("../../config/*.yaml", root_dir=HERE))),
+        (f"share/{PACKAGE}/config", sorted(glob("../../config/*.yaml", root_dir=HERE))
+         + sorted(glob("../../config/*.xml", root_dir=HERE))),
     ],
     zip_safe=False,
     license="Apache-2.0",

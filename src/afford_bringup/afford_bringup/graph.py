@@ -220,6 +220,23 @@ def config_path(name: str, base: Path | None = None) -> Path:
     return p if p.is_absolute() else (base or config_dir()) / p
 
 
+#: The Fast DDS profiles the graph's nodes read (in the config folder): the response writer of
+#: every service waits up to 2 s, not Fast DDS's 100 ms, for a new client's reply reader to be
+#: discovered before it gives the answer up (a busy machine discovers more slowly; CI lost the
+#: task server's answer to an operator's approval that way). See the file's comment.
+DDS_PROFILES = "fastdds_profiles.xml"
+_DDS_PROFILES_VAR = "FASTDDS_DEFAULT_PROFILES_FILE"
+
+
+def dds_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables a graph's nodes get on top of ``environ``: ``FASTDDS_DEFAULT_PROFILES_FILE``
+    naming :data:`DDS_PROFILES`, unless ``environ`` names a file of the user's own (which then
+    needs its ``service`` profile; ``scripts/env.sh`` sets the same default for the CLI and tests)."""
+    if environ.get(_DDS_PROFILES_VAR):
+        return {}
+    return {_DDS_PROFILES_VAR: str(config_dir() / DDS_PROFILES)}
+
+
 def load_parameters(path: Path) -> dict[str, dict[str, Any]]:
     """Read a ROS 2 params file into ``{node: {param: value}}``, rejecting what ROS would reject.
 

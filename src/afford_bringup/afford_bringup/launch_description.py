@@ -8,9 +8,16 @@ they exist on a full ROS 2 install (the lab image), not on a pip install.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
-from afford_bringup.graph import config_path, get_graph, launch_argument_defaults, launch_text
+from afford_bringup.graph import (
+    config_path,
+    dds_environment,
+    get_graph,
+    launch_argument_defaults,
+    launch_text,
+)
 
 
 def generate(graph_name: str) -> Any:
@@ -28,6 +35,7 @@ def generate(graph_name: str) -> Any:
         DeclareLaunchArgument(a.name, default_value=launch_text(defaults[a.name]), description=a.description)
         for a in graph.launch_arguments
     ]
+    dds = dds_environment(os.environ) or None  # as `afford bringup` gives its nodes
     for node in graph.nodes:
         # Same order as `afford bringup`: files, then launch arguments, then the parameters the
         # graph fixes (which nothing may override).
@@ -50,6 +58,7 @@ def generate(graph_name: str) -> Any:
                 output="screen",
                 parameters=parameters,
                 remappings=list(node.remappings),
+                additional_env=dds,
                 respawn=node.respawn,
                 respawn_delay=node.respawn_delay_s,
                 # A required node's exit ends the launch, as it ends `afford bringup`.

@@ -36,7 +36,7 @@ from typing import IO, Any
 
 import yaml
 
-from afford_bringup.graph import GRAPHS, GraphSpec, NodeSpec, ros_args
+from afford_bringup.graph import GRAPHS, GraphSpec, NodeSpec, dds_environment, ros_args
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -235,6 +235,7 @@ class GraphRunner:
     def environment(self) -> dict[str, str]:
         """The environment every node starts with (the caller's, plus the graph's defaults)."""
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env.update(dds_environment(env))
         if self.graph.discovery and not env.get("ROS_AUTOMATIC_DISCOVERY_RANGE"):
             env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = self.graph.discovery
         return env

@@ -171,3 +171,17 @@ def test_remappings_and_optional_nodes_pass_through(monkeypatch: pytest.MonkeyPa
     rec = next(n for n in nodes if n.kwargs["name"] == "perception")
     assert rec.kwargs["remappings"] == [("/camera/color/image_raw", "/rgb")]
     assert rec.kwargs["respawn"] is True and rec.kwargs["on_exit"] is None
+
+
+@pytest.mark.usefixtures("stand_ins")
+def test_launched_nodes_read_the_stacks_dds_profiles_unless_the_caller_names_a_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`ros2 launch` gives its nodes the same Fast DDS profile file as `afford bringup`."""
+    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE", raising=False)
+    nodes, _ = _nodes_and_args(_load("fr3_real"), {})
+    want = {"FASTDDS_DEFAULT_PROFILES_FILE": str(g.config_dir() / g.DDS_PROFILES)}
+    assert all(n.kwargs["additional_env"] == want for n in nodes)
+    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", "/etc/lab/fastdds.xml")
+    nodes, _ = _nodes_and_args(_load("fr3_real"), {})
+    assert all(n.kwargs["additional_env"] is None for n in nodes)

@@ -235,3 +235,20 @@ def test_the_sim_graph_discovers_on_localhost_only_unless_the_caller_says(
     assert "ROS_AUTOMATIC_DISCOVERY_RANGE" not in GraphRunner(GRAPHS["fr3_real"]).environment()
     monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")
     assert GraphRunner(GRAPHS["fr3_sim"]).environment()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET"
+
+
+def test_the_graphs_nodes_read_the_stacks_dds_profiles_unless_the_caller_names_a_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    """Every graph's nodes get FASTDDS_DEFAULT_PROFILES_FILE naming config/fastdds_profiles.xml
+    (a service waits 2 s, not 100 ms, for a new client's reader: tests/test_dds_profiles.py), on
+    the real arm too; a file the caller names is kept."""
+    from afford_bringup.graph import DDS_PROFILES, config_dir
+
+    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE", raising=False)
+    for name in ("fr3_sim", "fr3_real"):
+        named = GraphRunner(GRAPHS[name]).environment()["FASTDDS_DEFAULT_PROFILES_FILE"]
+        assert Path(named) == config_dir() / DDS_PROFILES and Path(named).is_file()
+    own = tmp_path / "lab.xml"
+    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", str(own))
+    assert GraphRunner(GRAPHS["fr3_real"]).environment()["FASTDDS_DEFAULT_PROFILES_FILE"] == str(own)
