@@ -79,6 +79,10 @@ def graph(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         while not monitor.run_task.wait_for_server(timeout_sec=1.0):
             assert proc.poll() is None, "the graph died at start:\n" + log.read_text()[-4000:]
             assert time.monotonic() < end, "no /run_task after 120 s:\n" + log.read_text()[-4000:]
+        # Ready means the robot's state and the policy camera are both flowing: a deadline of
+        # its own, as the e2e graph's, since on two busy cores the simulator came up 76 s after
+        # /run_task did.
+        end = time.monotonic() + 120
         wrist = "/policy_camera/wrist/image_raw"
         while (monitor.q is None or monitor.counts[wrist] == 0) and time.monotonic() < end:
             time.sleep(0.1)
