@@ -85,7 +85,7 @@ class Stall:
     """The node's limit checks, each followed by a sleep of ``seconds`` while ``left`` > 0 (a
     process descheduled between a chunk's checks and its start)."""
 
-    def __init__(self, node: Any, seconds: float, left: int) -> None:
+    def __init__(self, node: Any, seconds: float, left: int, meanwhile: Any = None) -> None:
         self.seconds, self.left, self.count = seconds, left, 0
         real = node.safety.check_trajectory
 
@@ -95,6 +95,8 @@ class Stall:
                 self.left -= 1
                 self.count += 1
                 time.sleep(self.seconds)
+                if meanwhile is not None:
+                    meanwhile()
             return verdict
 
         node.safety.check_trajectory = check
@@ -115,18 +117,49 @@ def test_a_stall_from_rest_delays_the_chunk_whole(node: Any) -> None:
     driver: RecordingDriver = node.driver
     assert len(driver.starts) == 1, "the stalled chunk was not started"
     assert stall.count == 1, f"checked {stall.count} times: the stall was not absorbed"
-    _, times, qs = driver.starts[0]
+    started, times, qs = driver.starts[0]
     np.testing.assert_allclose(qs[0], Q_REST + step * 0.5)
-    assert times[0] >= 0.02 - 1e-6  # its first target still a lead ahead of the start
     assert node._stream_delay >= 0.06  # the stream runs the stall behind its stamps
     assert node._stream is not None
     np.testing.assert_allclose(node._stream[1][0], Q_REST)  # checked from the measured arm
+    # The stream's schedule is the driver's: its first target where the driver was told, from
+    # when it was started (not from before the stall).
+    assert abs(node._stream[0][1] - (started + times[0])) < 0.01
 
     # The next chunk continues it, delayed by as much: its first target lands where the first
     # chunk's last one is due, not 60 ms earlier, so it is no jump from the running motion.
     stall.left = 0
     node._on_targets(_chunk(node, [step, step * 1.5]))
     assert len(driver.starts) == 2, "the chunk after the re-timed one was not taken"
+    _, times2, _ = driver.starts[1]
+    assert times2[0] >= 0.2 + 0.05, times2  # its lead of 0.2 s, plus the stream's delay
+
+
+@pytest.mark.parametrize("meanwhile", ["a trajectory ran", "the stream was halted"])
+def test_a_stall_from_rest_is_not_absorbed_when_the_arm_moved_meanwhile(node: Any, meanwhile: str) -> None:
+    """A stall from rest is delayed whole only if the arm still holds where the chunk was
+    checked: a trajectory goal admitted meanwhile (it may have run and ended) or a stream halted
+    meanwhile sends the chunk back to be checked afresh, never started from the old reference."""
+    step = np.zeros(7)
+    step[1] = 0.03
+
+    def trajectory() -> None:
+        with node._lock:  # what _execute does when it admits a goal
+            node._trajectories += 1
+
+    def halt() -> None:
+        node._halt_stream("a test halts the stream")
+
+    stall = Stall(node, 0.06, left=1, meanwhile=trajectory if meanwhile == "a trajectory ran" else halt)
+    node._on_targets(_chunk(node, [step * 0.5, step]))
+    driver: RecordingDriver = node.driver
+    if meanwhile == "a trajectory ran":
+        # Checked again (the arm is read afresh) and started then, without a stall.
+        assert len(driver.starts) == 1 and node._stream_delay < 0.06
+    else:
+        # Checked again: the halted stream's block refuses it.
+        assert driver.starts == []
+    assert stall.count == 1
 
 
 def test_a_stall_against_a_running_chunk_is_checked_afresh(node: Any) -> None:

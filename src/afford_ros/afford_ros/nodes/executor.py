@@ -300,6 +300,7 @@ class ExecutorNode(Node):
         # How far (s) the running stream runs behind its chunks' stamps (_MAX_STREAM_DELAY).
         self._stream_delay = 0.0
         self._retimed_stall = 0.0  # the last chunk's stall re-timed in _start (s; stream thread)
+        self._trajectories = 0  # trajectory goals admitted so far (a still arm moved meanwhile?)
 
         state_group = MutuallyExclusiveCallbackGroup()
         stop_group = MutuallyExclusiveCallbackGroup()
@@ -451,14 +452,15 @@ class ExecutorNode(Node):
 
     def _start(
         self, stops: int, times: np.ndarray, qs: np.ndarray, vels: np.ndarray | None = None,
-        chunk_from: tuple[float, np.ndarray, float, float] | None = None,
+        chunk_from: tuple[float, np.ndarray, float, float, Any, int] | None = None,
     ) -> str:
         """Start a checked motion unless a stop came after it was admitted (``stops`` then), a
         reflex latched, or (a chunk) a trajectory took the arm; "" when it started, else why not.
         A chunk (``chunk_from``: its acceptance time, the reference it was checked from, how far
-        its stream runs behind its stamps with it, and how much further a stall here may delay
-        it) becomes the running stream in the same step, before the driver starts it, so no
-        trajectory is admitted alongside."""
+        its stream runs behind its stamps with it, how much further a stall here may delay it,
+        and the stream and the count of trajectories it was checked against) becomes the
+        running stream in the same step, before the driver starts it, so no trajectory is
+        admitted alongside."""
         with self._start_lock:
             with self._lock:
                 if self._stops != stops:
@@ -468,7 +470,10 @@ class ExecutorNode(Node):
                 if chunk_from is not None:
                     if self._busy:
                         return "a trajectory is running"
-                    now, q_ref, delay, slack = chunk_from
+                    if self._stream_block:  # halted since _on_targets looked
+                        return (f"{self._stream_block}; send none for {self._stream_timeout:.2f} s, "
+                                "then start a new stream")
+                    now, q_ref, delay, slack, checked_against, trajectories = chunk_from
                     stall = time.monotonic() - now
                     if stall > _STREAM_LEAD:
                         # Stalled between the checks and here: its first target is now due
@@ -476,8 +481,10 @@ class ExecutorNode(Node):
                         # on meanwhile and the chunk is checked afresh (slack 0). From an arm that
                         # holds still the checks hold as they were, only later: the chunk is
                         # delayed whole by the stall (a busy machine deschedules this process
-                        # for tens of ms), within the slack.
-                        if stall > slack:
+                        # for tens of ms), within the slack, if the arm still holds where it was
+                        # checked: no stream started, ended or was halted, and no trajectory ran.
+                        moved = self._stream is not checked_against or self._trajectories != trajectories
+                        if stall > slack or moved:
                             return _STALLED
                         now, delay = now + stall, delay + stall
                         self._retimed_stall = stall
@@ -575,6 +582,8 @@ class ExecutorNode(Node):
                 raise ValueError("the chunk has no header.stamp (stamp it: its point times count from it)")
             # The chunk's age, its acceptance time and the setpoint all refer to this instant
             # (a stall of this process between them would shift the targets against the setpoint).
+            with self._lock:  # before the reference is read: a trajectory after it shows
+                trajectories = self._trajectories
             now, ros_now = time.monotonic(), self.get_clock().now()
             age = (ros_now - Time.from_msg(stamp)).nanoseconds * 1e-9
             if age < -0.5:
@@ -645,7 +654,8 @@ class ExecutorNode(Node):
         slack = max(0.0, _MAX_START_DELAY - delay) if still else 0.0
         self._retimed_stall = 0.0
         try:
-            not_started = self._start(stops, times, qs, chunk_from=(now, q_ref, delay, slack))
+            not_started = self._start(stops, times, qs,
+                                      chunk_from=(now, q_ref, delay, slack, running, trajectories))
         except Exception as exc:  # noqa: BLE001 - the driver could not start it: halt, report
             self._halt_stream(f"joint targets not started: {exc}", kind="communication")
             return ""
@@ -750,6 +760,7 @@ class ExecutorNode(Node):
             if self._stream is not None:
                 return self._finish(goal_handle, False, "joint targets are streaming", "limit")
             self._busy = True
+            self._trajectories += 1
             stops = self._stops
         try:
             return self._run(goal_handle, stops)
