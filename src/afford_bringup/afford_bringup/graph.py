@@ -225,16 +225,28 @@ def config_path(name: str, base: Path | None = None) -> Path:
 #: discovered before it gives the answer up (a busy machine discovers more slowly; CI lost the
 #: task server's answer to an operator's approval that way). See the file's comment.
 DDS_PROFILES = "fastdds_profiles.xml"
-_DDS_PROFILES_VAR = "FASTDDS_DEFAULT_PROFILES_FILE"
+#: ROS 2 distributions whose Fast DDS (2.x: the lab image's Jazzy) reads the profile file from
+#: the variable's older name; Fast DDS 3 (the wheels here, Kilted on) reads the new one and warns
+#: about the old.
+_FASTDDS2_DISTROS = ("humble", "iron", "jazzy")
+
+
+def dds_profiles_variable(environ: Mapping[str, str]) -> str:
+    """The variable this environment's Fast DDS reads its profile file from."""
+    if environ.get("ROS_DISTRO", "") in _FASTDDS2_DISTROS:
+        return "FASTRTPS_DEFAULT_PROFILES_FILE"
+    return "FASTDDS_DEFAULT_PROFILES_FILE"
 
 
 def dds_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables a graph's nodes get on top of ``environ``: ``FASTDDS_DEFAULT_PROFILES_FILE``
-    naming :data:`DDS_PROFILES`, unless ``environ`` names a file of the user's own (which then
-    needs its ``service`` profile; ``scripts/env.sh`` sets the same default for the CLI and tests)."""
-    if environ.get(_DDS_PROFILES_VAR):
+    """The variables a graph's nodes get on top of ``environ``: the profile file variable of
+    this Fast DDS (:func:`dds_profiles_variable`) naming :data:`DDS_PROFILES`, unless
+    ``environ`` names a file of the user's own (which then needs its ``service`` profile;
+    ``scripts/env.sh`` sets the same default for the CLI and tests)."""
+    var = dds_profiles_variable(environ)
+    if environ.get(var):
         return {}
-    return {_DDS_PROFILES_VAR: str(config_dir() / DDS_PROFILES)}
+    return {var: str(config_dir() / DDS_PROFILES)}
 
 
 def load_parameters(path: Path) -> dict[str, dict[str, Any]]:

@@ -177,11 +177,13 @@ def test_remappings_and_optional_nodes_pass_through(monkeypatch: pytest.MonkeyPa
 def test_launched_nodes_read_the_stacks_dds_profiles_unless_the_caller_names_a_file(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """`ros2 launch` gives its nodes the same Fast DDS profile file as `afford bringup`."""
-    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE", raising=False)
+    """`ros2 launch` gives its nodes the same Fast DDS profile file as `afford bringup`, under
+    the name the lab image's Fast DDS 2 (Jazzy) reads."""
+    monkeypatch.delenv("FASTRTPS_DEFAULT_PROFILES_FILE", raising=False)
+    monkeypatch.setenv("ROS_DISTRO", "jazzy")
     nodes, _ = _nodes_and_args(_load("fr3_real"), {})
-    want = {"FASTDDS_DEFAULT_PROFILES_FILE": str(g.config_dir() / g.DDS_PROFILES)}
+    want = {"FASTRTPS_DEFAULT_PROFILES_FILE": str(g.config_dir() / g.DDS_PROFILES)}
     assert all(n.kwargs["additional_env"] == want for n in nodes)
-    monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", "/etc/lab/fastdds.xml")
+    monkeypatch.setenv("FASTRTPS_DEFAULT_PROFILES_FILE", "/etc/lab/fastdds.xml")
     nodes, _ = _nodes_and_args(_load("fr3_real"), {})
     assert all(n.kwargs["additional_env"] is None for n in nodes)

@@ -245,10 +245,20 @@ def test_the_graphs_nodes_read_the_stacks_dds_profiles_unless_the_caller_names_a
     the real arm too; a file the caller names is kept."""
     from afford_bringup.graph import DDS_PROFILES, config_dir
 
-    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE", raising=False)
+    for var in ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE", "ROS_DISTRO"):
+        monkeypatch.delenv(var, raising=False)
     for name in ("fr3_sim", "fr3_real"):
-        named = GraphRunner(GRAPHS[name]).environment()["FASTDDS_DEFAULT_PROFILES_FILE"]
+        env = GraphRunner(GRAPHS[name]).environment()
+        named = env["FASTDDS_DEFAULT_PROFILES_FILE"]
         assert Path(named) == config_dir() / DDS_PROFILES and Path(named).is_file()
+        assert "FASTRTPS_DEFAULT_PROFILES_FILE" not in env  # Fast DDS 3 warns about the old name
     own = tmp_path / "lab.xml"
     monkeypatch.setenv("FASTDDS_DEFAULT_PROFILES_FILE", str(own))
     assert GraphRunner(GRAPHS["fr3_real"]).environment()["FASTDDS_DEFAULT_PROFILES_FILE"] == str(own)
+    # The lab image's Jazzy runs Fast DDS 2, which reads the older name only.
+    monkeypatch.delenv("FASTDDS_DEFAULT_PROFILES_FILE")
+    monkeypatch.setenv("ROS_DISTRO", "jazzy")
+    env = GraphRunner(GRAPHS["fr3_real"]).environment()
+    assert Path(env["FASTRTPS_DEFAULT_PROFILES_FILE"]) == config_dir() / DDS_PROFILES
+    monkeypatch.setenv("FASTRTPS_DEFAULT_PROFILES_FILE", str(own))
+    assert GraphRunner(GRAPHS["fr3_real"]).environment()["FASTRTPS_DEFAULT_PROFILES_FILE"] == str(own)
