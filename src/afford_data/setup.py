@@ -10,6 +10,8 @@ setup(
     description="Data generation: the affordance model's part-labelled clouds (and, later, demonstrations).",
     packages=find_packages(exclude=["test", "test.*"]),
     include_package_data=True,
+    # The independent split's free-text queries (another author's), read beside the module.
+    package_data={PACKAGE: ["*.tsv"]},
     data_files=[
         # The ament index marker lets ament_index_python find the package in the venv.
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),

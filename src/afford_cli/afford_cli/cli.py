@@ -494,10 +494,12 @@ def _affordance_train(args: argparse.Namespace) -> int:
 def _affordance_independent(args: argparse.Namespace) -> int:
     from afford_data.independent_split import IndependentConfig, generate_independent
 
-    entry = generate_independent(args.data, IndependentConfig(instances=args.instances, views=args.views,
-                                                              seed=args.seed))
-    print(f"wrote {Path(args.data) / entry['file']}: {entry['clouds']} clouds, {entry['queries']} queries, "
-          f"categories {', '.join(entry['categories'])}; {entry['independent']['seconds']:.0f} s")
+    entries = generate_independent(args.data, IndependentConfig(instances=args.instances, views=args.views,
+                                                                seed=args.seed))
+    for entry in entries.values():
+        print(f"wrote {Path(args.data) / entry['file']}: {entry['clouds']} clouds, "
+              f"{entry['queries']} queries, "
+              f"categories {', '.join(entry['categories'])}; {entry['independent']['seconds']:.0f} s")
     return 0
 
 
@@ -527,7 +529,7 @@ def _affordance_eval(args: argparse.Namespace) -> int:
 
 
 def _add_affordance(sub: argparse._SubParsersAction) -> None:
-    from afford_perception.affordance.dataset import INDEPENDENT_SPLIT, SPLITS
+    from afford_perception.affordance.dataset import INDEPENDENT_QUERIES_SPLIT, INDEPENDENT_SPLIT, SPLITS
 
     aff = sub.add_parser("affordance", help="the learned affordance model: data, train, eval")
     asub = aff.add_subparsers(dest="affordance_command", required=True)
@@ -559,9 +561,11 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
     tr.set_defaults(func=_affordance_train)
     ev = asub.add_parser("eval", help="mIoU per affordance of each source on the held-out splits")
     ev.add_argument("--data", default=AFFORDANCE_DATA, help=f"data set folder (default {AFFORDANCE_DATA})")
-    ev.add_argument("--split", action="append", choices=(*SPLITS, INDEPENDENT_SPLIT),
+    ev.add_argument("--split", action="append",
+                    choices=(*SPLITS, INDEPENDENT_SPLIT, INDEPENDENT_QUERIES_SPLIT),
                     help=f"split, repeatable (default: the held-out splits; {INDEPENDENT_SPLIT}: objects "
-                         "made by another author, written by `afford affordance independent`)")
+                         f"made by another author, {INDEPENDENT_QUERIES_SPLIT}: the same asked in another "
+                         "author's free text, both written by `afford affordance independent`)")
     ev.add_argument("--sources", nargs="+", default=["learned", "geometric", "oracle"],
                     choices=_grounding_sources(), help="sources to score (default: learned geometric oracle)")
     ev.add_argument("--weights", default=None,
@@ -571,8 +575,9 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
                          "know it): its score on bare clouds")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.set_defaults(func=_affordance_eval)
-    ind = asub.add_parser("independent", help=f"write the {INDEPENDENT_SPLIT} split: objects made by another "
-                                              "author, single noisy views, never trained on")
+    ind = asub.add_parser("independent", help=f"write the {INDEPENDENT_SPLIT} split (objects made by another "
+                                              "author, single noisy views, never trained on) and "
+                                              f"{INDEPENDENT_QUERIES_SPLIT} (the same asked in free text)")
     ind.add_argument("--data", default=AFFORDANCE_DATA,
                      help=f"folder to add it to (a data set's, or a new one; default {AFFORDANCE_DATA})")
     ind.add_argument("--instances", type=int, default=8, help="objects per category (default 8)")

@@ -14,6 +14,14 @@ affordance its category offers with the *seen* phrasings (this split tests shape
 plus one affordance it lacks. It is written in the data set's format, so
 ``afford affordance eval --data DIR --split test_independent_shapes`` scores every grounding
 source on it, with a per-category breakdown.
+
+A second split, ``test_independent_queries``, asks the same clouds in free text written by
+another author (:data:`QUERIES_FILE`): wording and shapes both new. That author was told only
+each category's affordances, the part that offers each and what each affordance means, never
+the model's phrasings, the generator or these objects; four queries per (category,
+affordance), e.g. "the loop you hook a finger through". The part sources (``geometric``,
+``oracle``) ground parts, not words: scored on it they are *told* the affordance each query
+names, which a text reader in front of them would first have to get right.
 """
 
 from __future__ import annotations
@@ -32,7 +40,79 @@ import numpy as np
 from afford_core.ontology import AFFORDANCES, category
 from afford_core.types import ObjectCloud
 from afford_data.affordance import AffordanceDataConfig, _Clouds, _rng, _split_arrays, _write_npz
-from afford_perception.affordance.dataset import FORMAT_VERSION, INDEPENDENT_SPLIT, MANIFEST, sha256
+from afford_perception.affordance.dataset import (
+    FORMAT_VERSION,
+    INDEPENDENT_QUERIES_SPLIT,
+    INDEPENDENT_SPLIT,
+    MANIFEST,
+    sha256,
+)
+
+#: Free-text queries of the independent split's categories, by another author (module docstring):
+#: ``category<TAB>affordance<TAB>query`` per line after a header.
+QUERIES_FILE = Path(__file__).with_name("independent_part_queries.tsv")
+
+
+def read_queries(path: Path | str = QUERIES_FILE) -> dict[str, list[tuple[str, str]]]:
+    """Category -> [(affordance, query text)] from a queries file, in file order.
+
+    Raises:
+        ValueError: a malformed line, an unknown category or affordance, an affordance the
+            category does not offer, an empty or repeated query (line numbers named).
+    """
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0].split("\t") != ["category", "affordance", "query"]:
+        raise ValueError(f"{path}: the first line must be the header category<TAB>affordance<TAB>query")
+    out: dict[str, list[tuple[str, str]]] = {}
+    seen: set[tuple[str, str]] = set()
+    for n, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 3 or not all(f.strip() for f in fields):
+            raise ValueError(f"{path}:{n}: expected three non-empty tab-separated fields, got {line!r}")
+        cat, aff, text = (f.strip() for f in fields)
+        try:
+            info = category(cat)
+        except KeyError as exc:
+            raise ValueError(f"{path}:{n}: unknown category {cat!r}") from exc
+        offered = {a for p in info.parts for a in info.affordances.get(p, ())}
+        if aff not in offered:
+            raise ValueError(f"{path}:{n}: a {cat} offers no {aff!r} (it offers {sorted(offered)})")
+        if (cat, text) in seen:
+            raise ValueError(f"{path}:{n}: the query {text!r} is given twice for a {cat}")
+        seen.add((cat, text))
+        out.setdefault(cat, []).append((aff, text))
+    return out
+
+
+def free_text_arrays(arrays: dict[str, np.ndarray], queries: dict[str, list[tuple[str, str]]]
+                     ) -> dict[str, np.ndarray]:
+    """The clouds of a written split, asked every query of ``queries`` for their category
+    instead of the stored phrasings (queries grouped by cloud, as ``load`` expects).
+
+    Raises:
+        ValueError: a category of the split has no queries.
+    """
+    cats = arrays["categories"].tolist()
+    missing = sorted(c for c in cats if not queries.get(c))
+    if missing:
+        raise ValueError(f"no free-text queries for {', '.join(missing)}")
+    q_cloud, q_text, q_aff = [], [], []
+    for i, c in enumerate(arrays["category"].tolist()):
+        for aff, text in queries[cats[c]]:
+            q_cloud.append(i)
+            q_text.append(text)
+            q_aff.append(AFFORDANCES.index(aff))
+    texts = sorted(set(q_text))
+    index = {t: k for k, t in enumerate(texts)}
+    return {
+        **arrays,
+        "query_cloud": np.array(q_cloud, dtype=np.int32),
+        "query_text": np.array([index[t] for t in q_text], dtype=np.int32),
+        "query_affordance": np.array(q_aff, dtype=np.int8),
+        "texts": np.array(texts, dtype=str),
+    }
 
 
 @dataclass(frozen=True)
@@ -63,8 +143,10 @@ class _Instance:
 
 
 def generate_independent(out_dir: Path | str, config: IndependentConfig | None = None,
-                         data: AffordanceDataConfig | None = None) -> dict[str, Any]:
-    """Write ``test_independent_shapes.npz`` and a manifest describing it into ``out_dir``.
+                         data: AffordanceDataConfig | None = None,
+                         queries: Path | str = QUERIES_FILE) -> dict[str, dict[str, Any]]:
+    """Write ``test_independent_shapes.npz``, ``test_independent_queries.npz`` (the same clouds
+    asked the free-text ``queries``) and a manifest describing them into ``out_dir``.
 
     ``data`` fixes what the clouds share with the data set the model was trained on: points per
     cloud, phrasings per affordance and negatives per cloud (default: the shipped data set's).
@@ -73,10 +155,11 @@ def generate_independent(out_dir: Path | str, config: IndependentConfig | None =
     interrupted run leaves nothing half-written.
 
     Returns:
-        The split's manifest entry (file, sha256, clouds, queries, categories, origins).
+        Each split's manifest entry (file, sha256, clouds, queries, categories, origins), by name.
     """
     import afford_data.independent_objects as objects
 
+    free_text = read_queries(queries)  # a bad file is refused before any view is rendered
     cfg = config or IndependentConfig()
     data = data or AffordanceDataConfig()
     t0 = time.perf_counter()
@@ -101,28 +184,35 @@ def generate_independent(out_dir: Path | str, config: IndependentConfig | None =
                                     part_labels=labels, part_names=parts)
                 clouds.add(cloud, _Instance(cat, k), v, False, data.num_points, rng)
     arrays = _split_arrays(data, clouds, INDEPENDENT_SPLIT, unseen_phrasings=False)
+    splits = {INDEPENDENT_SPLIT: arrays, INDEPENDENT_QUERIES_SPLIT: free_text_arrays(arrays, free_text)}
+    independent = {"instances": cfg.instances, "views": cfg.views, "seed": cfg.seed, "origins": origins,
+                   "seconds": round(time.perf_counter() - t0, 1)}
     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=out))
     try:
-        staged = staging / f"{INDEPENDENT_SPLIT}.npz"
-        _write_npz(staged, arrays)
-        entry = {
-            "file": staged.name, "sha256": sha256(staged), "bytes": staged.stat().st_size,
-            "clouds": len(arrays["points"]), "queries": len(arrays["query_cloud"]),
-            "shapes": cfg.instances * len(objects.CATEGORIES),
-            "categories": arrays["categories"].tolist(), "phrasings": arrays["texts"].tolist(),
-            "independent": {"instances": cfg.instances, "views": cfg.views, "seed": cfg.seed,
-                            "origins": origins, "seconds": round(time.perf_counter() - t0, 1)},
-        }
+        entries: dict[str, dict[str, Any]] = {}
+        for name, split in splits.items():
+            staged = staging / f"{name}.npz"
+            _write_npz(staged, split)
+            entries[name] = {
+                "file": staged.name, "sha256": sha256(staged), "bytes": staged.stat().st_size,
+                "clouds": len(split["points"]), "queries": len(split["query_cloud"]),
+                "shapes": cfg.instances * len(objects.CATEGORIES),
+                "categories": split["categories"].tolist(), "phrasings": split["texts"].tolist(),
+                "independent": independent,
+            }
+        entries[INDEPENDENT_QUERIES_SPLIT]["queries_file"] = {"name": Path(queries).name,
+                                                              "sha256": sha256(Path(queries))}
         path = out / MANIFEST
         if path.is_file():
             manifest = json.loads(path.read_text())
         else:
             manifest = {"format": FORMAT_VERSION, "config": data.as_dict(), "splits": {},
                         "affordances": list(AFFORDANCES)}
-        manifest["splits"][INDEPENDENT_SPLIT] = entry
+        manifest["splits"].update(entries)
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        os.replace(staged, out / staged.name)
+        for name in splits:
+            os.replace(staging / f"{name}.npz", out / f"{name}.npz")
         os.replace(staging / MANIFEST, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return entry
+    return entries

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from afford_core.ontology import category
-from afford_data.independent_split import IndependentConfig, generate_independent
-from afford_perception.affordance.dataset import INDEPENDENT_SPLIT, MANIFEST, load
+from afford_data.independent_split import IndependentConfig, generate_independent, read_queries
+from afford_perception.affordance.dataset import INDEPENDENT_QUERIES_SPLIT, INDEPENDENT_SPLIT, MANIFEST, load
 from afford_perception.affordance.evaluate import evaluate_sources
 
 TINY = IndependentConfig(instances=1, views=1)
@@ -64,7 +64,7 @@ def test_it_is_scored_like_any_split_and_added_beside_the_others(split_dir: Path
         evaluate_sources(tmp_path, sources=("oracle",), splits=(INDEPENDENT_SPLIT,))
     generate_independent(tmp_path, IndependentConfig(instances=1, views=1, seed=1))
     splits = json.loads((tmp_path / MANIFEST).read_text())["splits"]
-    assert set(splits) == {"train", INDEPENDENT_SPLIT}
+    assert set(splits) == {"train", INDEPENDENT_SPLIT, INDEPENDENT_QUERIES_SPLIT}
     assert not list(tmp_path.glob(".staging-*"))
 
 
@@ -73,3 +73,55 @@ def test_the_split_is_reproducible(split_dir: Path, tmp_path: Path) -> None:
     a, b = load(split_dir / f"{INDEPENDENT_SPLIT}.npz"), load(tmp_path / f"{INDEPENDENT_SPLIT}.npz")
     np.testing.assert_array_equal(a.points, b.points)
     np.testing.assert_array_equal(a.part_labels, b.part_labels)
+
+
+def test_the_same_clouds_are_asked_in_the_other_authors_free_text(split_dir: Path) -> None:
+    """The free-text split holds the shapes split's clouds, each asked every query the other
+    author wrote for its category (four per affordance it offers), with the targets of the
+    affordance the query names; part labels still score 1.0 on it."""
+    shapes = load(split_dir / f"{INDEPENDENT_SPLIT}.npz")
+    free = load(split_dir / f"{INDEPENDENT_QUERIES_SPLIT}.npz")
+    np.testing.assert_array_equal(shapes.points, free.points)
+    written = read_queries()
+    assert sum(len(v) for v in written.values()) == 168
+    for i in range(len(free)):
+        cat = free.categories[free.category[i]]
+        info = category(cat)
+        asked = [(q.affordance, q.text) for q in free[i].queries]
+        assert asked == written[cat]
+        for q in free[i].queries:
+            parts = [info.parts.index(p) for p in info.parts if q.affordance in info.affordances.get(p, ())]
+            np.testing.assert_array_equal(q.mask, np.isin(free.part_labels[i], parts))
+    for aff_texts in written.values():
+        per_aff: dict[str, int] = {}
+        for aff, _ in aff_texts:
+            per_aff[aff] = per_aff.get(aff, 0) + 1
+        assert set(per_aff.values()) == {4}
+    scores = evaluate_sources(split_dir, sources=("oracle", "geometric"),
+                              splits=(INDEPENDENT_SPLIT, INDEPENDENT_QUERIES_SPLIT))
+    assert scores[INDEPENDENT_QUERIES_SPLIT]["oracle"]["overall"] == pytest.approx(1.0)
+    # Every free-text query asks an affordance the object offers; the shapes split also asks
+    # one it lacks per cloud, which "offered" leaves out, so the two are compared alike.
+    free_geo = scores[INDEPENDENT_QUERIES_SPLIT]["geometric"]
+    assert free_geo["offered"]["queries"] == free_geo["queries"]
+    assert free_geo["offered"]["overall"] == pytest.approx(free_geo["overall"])
+    shapes_geo = scores[INDEPENDENT_SPLIT]["geometric"]
+    assert shapes_geo["offered"]["queries"] == shapes_geo["queries"] - len(shapes)
+    entry = json.loads((split_dir / MANIFEST).read_text())["splits"][INDEPENDENT_QUERIES_SPLIT]
+    assert entry["queries"] == len(free.query_cloud) and entry["queries_file"]["sha256"]
+
+
+@pytest.mark.parametrize("line, why", [
+    ("mug\tpress\tthe button", "offers no 'press'"),
+    ("teapot\tpour_out\tthe spout", "unknown category"),
+    ("mug\tcontain", "three non-empty"),
+    ("mug\tcontain\tthe inside\nmug\tcontain\tthe inside", "given twice"),
+])
+def test_a_bad_queries_file_is_refused_before_anything_is_written(
+    tmp_path: Path, line: str, why: str,
+) -> None:
+    bad = tmp_path / "queries.tsv"
+    bad.write_text("category\taffordance\tquery\n" + line + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=why):
+        generate_independent(tmp_path / "out", TINY, queries=bad)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())

@@ -25,6 +25,11 @@ SPLITS: tuple[str, ...] = ("train", "val_unseen_shapes", "test_unseen_categories
 #: The split of objects made by another author (``afford_data.independent_split``), written on
 #: its own by ``afford affordance independent``, never trained on.
 INDEPENDENT_SPLIT = "test_independent_shapes"
+#: The same clouds asked in free text written by another author (``afford_data.independent_split``):
+#: wording and shapes both new.
+INDEPENDENT_QUERIES_SPLIT = "test_independent_queries"
+#: The splits ``afford affordance independent`` writes.
+INDEPENDENT_SPLITS: tuple[str, ...] = (INDEPENDENT_SPLIT, INDEPENDENT_QUERIES_SPLIT)
 MANIFEST = "manifest.json"
 #: Bumped when the file layout changes, so ``load`` refuses files it would misread.
 FORMAT_VERSION = 1

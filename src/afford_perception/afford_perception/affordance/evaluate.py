@@ -30,7 +30,7 @@ import numpy as np
 from afford_core.ontology import category
 from afford_core.types import ObjectCloud
 from afford_perception.affordance.dataset import (
-    INDEPENDENT_SPLIT,
+    INDEPENDENT_SPLITS,
     MANIFEST,
     SPLITS,
     AffordanceSplit,
@@ -163,10 +163,20 @@ def view_kinds(split: AffordanceSplit, views_per_shape: int) -> np.ndarray:
     the object), ``scan`` (a complete surface) or ``scene`` (rendered through a task's camera,
     what the spine grounds on), or ``independent`` (a view of an object made by another author);
     ``views_per_shape`` is the data set's config value."""
-    if split.name == INDEPENDENT_SPLIT:
+    if split.name in INDEPENDENT_SPLITS:
         return np.full(len(split), "independent")
     kinds = np.where(split.view < views_per_shape, "orbit", "scene")
     return np.where(split.full, "scan", kinds)
+
+
+def _offered(split: AffordanceSplit) -> np.ndarray:
+    """Per query: whether the object's category offers the affordance asked (not a "nothing
+    here" question). Splits mix the two in different shares; this keeps them comparable."""
+    offers = {c: {a for p in category(c).parts for a in category(c).affordances.get(p, ())}
+              for c in split.categories}
+    cats = np.array(split.categories)[split.category[split.query_cloud]]
+    affs = np.array(split.affordances)[split.query_affordance]
+    return np.array([a in offers[c] for c, a in zip(cats.tolist(), affs.tolist(), strict=True)], dtype=bool)
 
 
 def _default_embedder(texts: Sequence[str]) -> np.ndarray:
@@ -203,11 +213,12 @@ def evaluate_sources(
         "by_phrase": {text: mean IoU}}}}``; ``failures`` counts clouds a part source refused
         (always 0 for ``learned``); ``by_view`` is the overall mIoU on each kind of cloud
         (:func:`view_kinds`); ``by_category`` the overall mIoU on each category's clouds;
-        ``by_phrase`` the mean IoU of the queries asked with each wording.
+        ``by_phrase`` the mean IoU of the queries asked with each wording; ``offered`` the
+        summary over the queries of an affordance the object offers (no "nothing here" ones).
     """
-    unknown = [s for s in splits if s not in (*SPLITS, INDEPENDENT_SPLIT)]
+    unknown = [s for s in splits if s not in (*SPLITS, *INDEPENDENT_SPLITS)]
     if unknown:
-        raise KeyError(f"unknown split {unknown[0]!r}; known: {', '.join((*SPLITS, INDEPENDENT_SPLIT))}")
+        raise KeyError(f"unknown split {unknown[0]!r}; known: {', '.join((*SPLITS, *INDEPENDENT_SPLITS))}")
     if not sources:
         raise ValueError("no sources to evaluate")
     if not (Path(data_dir) / MANIFEST).is_file():
@@ -215,7 +226,7 @@ def evaluate_sources(
                                 "`afford affordance data`")
     missing = [s for s in splits if s not in load_manifest(data_dir)["splits"]]
     if missing:
-        hint = ("`afford affordance independent --data DIR`" if missing[0] == INDEPENDENT_SPLIT
+        hint = ("`afford affordance independent --data DIR`" if missing[0] in INDEPENDENT_SPLITS
                 else "`afford affordance data`")
         raise FileNotFoundError(f"{data_dir} has no {missing[0]} split: write it with {hint}")
     loaded = {name: load(Path(data_dir) / f"{name}.npz") for name in splits}
@@ -250,7 +261,10 @@ def evaluate_sources(
                            for c in sorted(set(cat_of_query.tolist()))}
             texts = np.array(split.texts)[split.query_text]
             by_phrase = {str(t): float(ious[texts == t].mean()) for t in sorted(set(texts.tolist()))}
+            offered = _offered(split)
+            on_offered = summarize([a for a, m in zip(affs, offered, strict=True) if m], ious[offered])
             results[split_name][name] = {**summarize(affs, ious), "failures": failures,
                                          "seconds": time.perf_counter() - t0, "by_view": by_view,
-                                         "by_category": by_category, "by_phrase": by_phrase}
+                                         "by_category": by_category, "by_phrase": by_phrase,
+                                         "offered": on_offered}
     return results
