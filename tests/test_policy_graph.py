@@ -112,6 +112,12 @@ def test_a_demonstration_replayed_through_the_graph_does_the_task(graph: dict[st
     assert result.success, f"{result.abstain_reason}\n{feedback}\n{_log(graph)}"
     assert list(result.stage_names) == ["policy", "evaluate"] and all(result.stage_success)
     assert "[execute:policy]" in feedback and "gripper closed" in feedback
+    # Its first feedback says it starts acting, before any step's: the task server watches the
+    # cameras from it (loading a policy moves nothing).
+    from afford_policy.nodes.policy import STARTED
+
+    first = next(line for line in feedback.splitlines() if line.startswith("[execute:policy]"))
+    assert first == f"[execute:policy] step 0, 0 s: {STARTED}", feedback
     streamed = ("/executor/joint_targets", "/policy_camera/front/image_raw", "/policy_camera/wrist/image_raw")
     for topic in streamed:
         assert monitor.counts[topic] > before[topic], topic

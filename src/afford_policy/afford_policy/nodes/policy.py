@@ -75,6 +75,9 @@ T_FRONT = "/policy_camera/front/image_raw"
 T_WRIST = "/policy_camera/wrist/image_raw"
 #: A gripper command's stream lapse reported by the executor: expected, not a fault.
 _LAPSE = "no joint targets for"
+#: The detail of the run's first feedback (step 0), sent once the policy is loaded and its
+#: inputs are fresh, before its first action: nothing moved the arm before it.
+STARTED = "started: the policy acts from here on"
 _OPERATOR_STOP = "the operator's stop (/afford/stop)"
 #: A fault the stream may restart after (franky's planner, -111; the executor's own words for
 #: it), at most MAX_REPLANS times a run, after a pause longer than the executor's
@@ -349,6 +352,10 @@ class PolicyNode(Node):
         self.get_logger().info(
             f"running {loaded.name} at {loaded.fps} Hz for {seconds:.1f} s: {instruction!r}"
         )
+        # Step 0, before anything is sent: the arm may move from here on. The task server
+        # watches the cameras from this feedback (loading a policy can starve a busy machine's
+        # renderer for seconds while nothing moves).
+        self._feedback(goal_handle, 0, 0.0, STARTED)
         # Runs start with the hand open, as the demonstrations did (a scene reset opens it): the
         # first close the policy asks for is sent, an "open" before it is not.
         closed = False

@@ -385,6 +385,7 @@ class TaskServerNode(Node):
         skill, why = self._follow(
             goal_handle, self.skill_client, EXECUTE_SKILL, ExecuteSkill.Goal(plan_id=plan_id),
             "the planner (which runs the skill)", on_feedback, "the planner refused to execute the plan",
+            watch_from_feedback=False,
         )
         result.stage_names = list(skill.stage_names)
         result.stage_success = list(skill.stage_success)
@@ -399,23 +400,34 @@ class TaskServerNode(Node):
             self._feedback(goal_handle, "execute:policy", f"step {f.step}, {f.elapsed_s:.0f} s: {f.detail}")
 
         goal = RunPolicy.Goal(policy=policy, instruction=instruction, seed=goal_handle.request.seed)
+        # The policy node sends its first feedback (step 0) once the policy is loaded and
+        # before its first action; the camera is watched from then on.
         out, why = self._follow(
             goal_handle, self.policy_client, RUN_POLICY, goal, "the policy node", on_feedback,
-            "the policy node refused the run (is another one running?)",
+            "the policy node refused the run (is another one running?)", watch_from_feedback=True,
         )
         return why or ("" if out.success else out.message)
 
     def _follow(
         self, goal_handle: Any, client: Any, action: str, goal: Any, what: str,
-        on_feedback: Callable[[Any], None], refused: str,
+        on_feedback: Callable[[Any], None], refused: str, watch_from_feedback: bool,
     ) -> tuple[Any, str]:
         """Send ``goal`` to the action that moves the arm and wait for its result, watching the
         camera, the cancel flag and the server. Returns (the result, why the arm was stopped or
-        ""); raises when no result will come."""
+        ""); raises when no result will come. ``watch_from_feedback``: the server moves nothing
+        before its first feedback (the policy node's step 0), so the camera's silence is judged
+        from then on (a silence before it counts from it)."""
         # One watch covers the wait for the goal's answer and the wait for its result: the
         # server can take the goal, start the arm and die before its answer reaches us (seen
         # with the sim at a sixth of real time), and the camera must be watched all along.
-        goal_future = client.send_goal_async(goal, feedback_callback=on_feedback)
+        armed: list[float] = [] if watch_from_feedback else [0.0]
+
+        def feedback(msg: Any) -> None:
+            if not armed:
+                armed.append(time.monotonic())
+            on_feedback(msg)
+
+        goal_future = client.send_goal_async(goal, feedback_callback=feedback)
         watched = [f"{action}/_action/{s}" for s in ("send_goal", "get_result")]
         servers = {service: service_servers(self, service) for service in watched}
         handle: Any = None
@@ -441,7 +453,7 @@ class TaskServerNode(Node):
                 if gone:
                     # Nobody will answer: stop the arm here and end, without the result.
                     why = why if why and not unanswered_at else f"{gone}; arm stopped"
-            silent = camera.silent(now, self._last_frame)
+            silent = camera.silent(now, max(self._last_frame, armed[0])) if armed else None
             if not why and silent is not None:
                 why = (
                     f"camera stream lost: no image for {silent:.1f} s "
