@@ -76,9 +76,9 @@ def read_queries(path: Path | str = QUERIES_FILE) -> dict[str, list[tuple[str, s
             info = category(cat)
         except KeyError as exc:
             raise ValueError(f"{path}:{n}: unknown category {cat!r}") from exc
-        offered = {a for p in info.parts for a in info.affordances.get(p, ())}
-        if aff not in offered:
-            raise ValueError(f"{path}:{n}: a {cat} offers no {aff!r} (it offers {sorted(offered)})")
+        if not info.parts_with(aff):
+            offered = sorted(a for a in AFFORDANCES if info.parts_with(a))
+            raise ValueError(f"{path}:{n}: a {cat} offers no {aff!r} (it offers {offered})")
         if (cat, text) in seen:
             raise ValueError(f"{path}:{n}: the query {text!r} is given twice for a {cat}")
         seen.add((cat, text))

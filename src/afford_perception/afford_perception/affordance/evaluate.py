@@ -172,11 +172,10 @@ def view_kinds(split: AffordanceSplit, views_per_shape: int) -> np.ndarray:
 def _offered(split: AffordanceSplit) -> np.ndarray:
     """Per query: whether the object's category offers the affordance asked (not a "nothing
     here" question). Splits mix the two in different shares; this keeps them comparable."""
-    offers = {c: {a for p in category(c).parts for a in category(c).affordances.get(p, ())}
-              for c in split.categories}
     cats = np.array(split.categories)[split.category[split.query_cloud]]
     affs = np.array(split.affordances)[split.query_affordance]
-    return np.array([a in offers[c] for c, a in zip(cats.tolist(), affs.tolist(), strict=True)], dtype=bool)
+    pairs = zip(cats.tolist(), affs.tolist(), strict=True)
+    return np.array([bool(category(c).parts_with(a)) for c, a in pairs], dtype=bool)
 
 
 def _default_embedder(texts: Sequence[str]) -> np.ndarray:
