@@ -299,7 +299,6 @@ class ExecutorNode(Node):
         self._last_arrival = -np.inf  # monotonic arrival of the newest chunk
         # How far (s) the running stream runs behind its chunks' stamps (_MAX_STREAM_DELAY).
         self._stream_delay = 0.0
-        self._retimed_stall = 0.0  # the last chunk's stall re-timed in _start (s; stream thread)
         self._trajectories = 0  # trajectory goals admitted so far (a still arm moved meanwhile?)
 
         state_group = MutuallyExclusiveCallbackGroup()
@@ -487,7 +486,6 @@ class ExecutorNode(Node):
                         if stall > slack or moved:
                             return _STALLED
                         now, delay = now + stall, delay + stall
-                        self._retimed_stall = stall
                     reserved = (np.r_[now, now + times], np.vstack([q_ref, qs]))
                     self._stream = reserved
                     self._stream_delay = delay
@@ -652,7 +650,6 @@ class ExecutorNode(Node):
         # a chunk runs (it is checked afresh against where that one then is), up to
         # _MAX_START_DELAY in all from an arm that holds still.
         slack = max(0.0, _MAX_START_DELAY - delay) if still else 0.0
-        self._retimed_stall = 0.0
         try:
             not_started = self._start(stops, times, qs,
                                       chunk_from=(now, q_ref, delay, slack, running, trajectories))
@@ -661,11 +658,14 @@ class ExecutorNode(Node):
             return ""
         if not_started == _STALLED:
             return _STALLED
-        if not not_started and self._retimed_stall:
-            self.get_logger().info(
-                f"joint targets re-timed: this process stalled {self._retimed_stall * 1000:.0f} ms between "
-                "a chunk's checks and its start while the arm held still; the chunk delayed whole",
-                throttle_duration_sec=1.0)
+        if not not_started:
+            with self._lock:  # _start moved the stream's delay by the stall it absorbed, if any
+                stall = self._stream_delay - delay
+            if stall > 0.0:
+                self.get_logger().info(
+                    f"joint targets re-timed: this process stalled {stall * 1000:.0f} ms between a "
+                    "chunk's checks and its start while the arm held still; the chunk delayed whole",
+                    throttle_duration_sec=1.0)
         if not_started == _STOP_FIRST:  # the stop's report covers it
             self.get_logger().info(f"joint targets dropped: {not_started}")
         elif not_started:
