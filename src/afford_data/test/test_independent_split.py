@@ -49,10 +49,11 @@ def test_it_is_scored_like_any_split_and_added_beside_the_others(split_dir: Path
     """Part labels score 1.0 on it (the labels are the targets), a geometric rule less; a data set's
     manifest keeps its splits when the independent one is added, and asking for the split where
     it was never written names the command that writes it."""
-    results = evaluate_sources(split_dir, sources=("oracle", "geometric"), splits=(INDEPENDENT_SPLIT,))
+    results = evaluate_sources(split_dir, sources=("oracle", "geometric", "chance"),
+                               splits=(INDEPENDENT_SPLIT,))
     scores = results[INDEPENDENT_SPLIT]
     assert scores["oracle"]["overall"] == pytest.approx(1.0)
-    assert 0.0 < scores["geometric"]["overall"] < 1.0
+    assert 0.0 < scores["chance"]["overall"] < scores["geometric"]["overall"] < 1.0
     cats = load(split_dir / f"{INDEPENDENT_SPLIT}.npz").categories
     assert set(scores["geometric"]["by_category"]) == set(cats)
     assert scores["geometric"]["by_view"] == {"independent": pytest.approx(scores["geometric"]["overall"])}
@@ -109,6 +110,21 @@ def test_the_same_clouds_are_asked_in_the_other_authors_free_text(split_dir: Pat
     assert shapes_geo["offered"]["queries"] == shapes_geo["queries"] - len(shapes)
     entry = json.loads((split_dir / MANIFEST).read_text())["splits"][INDEPENDENT_QUERIES_SPLIT]
     assert entry["queries"] == len(free.query_cloud) and entry["queries_file"]["sha256"]
+
+
+def test_a_part_source_reading_the_words_is_scored_on_what_it_read(split_dir: Path) -> None:
+    """`oracle_text` grounds the affordance the reader reads from each query (MiniLM, the
+    training wordings vote): the model's own wordings (the shapes split) are read right, so it
+    scores as the oracle; the other author's free text is not all read right, and each misread
+    query scores what grounding the wrong affordance gives (not its label's 1.0)."""
+    scores = evaluate_sources(split_dir, sources=("oracle_text", "chance"),
+                              splits=(INDEPENDENT_SPLIT, INDEPENDENT_QUERIES_SPLIT))
+    own = scores[INDEPENDENT_SPLIT]["oracle_text"]
+    assert own["reading"]["queries_read_right"] == 1.0 and own["overall"] == pytest.approx(1.0)
+    free = scores[INDEPENDENT_QUERIES_SPLIT]["oracle_text"]
+    assert 0.0 < free["reading"]["queries_read_right"] < 1.0
+    assert free["reading"]["texts"] == 168 and free["reading"]["ties"] == 0
+    assert scores[INDEPENDENT_QUERIES_SPLIT]["chance"]["overall"] < free["overall"] < 1.0
 
 
 @pytest.mark.parametrize("line, why", [

@@ -21,9 +21,17 @@ from afford_core.types import ObjectCloud
 from afford_data.affordance import AffordanceDataConfig, generate
 from afford_perception.affordance import source as source_mod
 from afford_perception.affordance.anchoring import AnchorConfig
-from afford_perception.affordance.dataset import MANIFEST, AffordanceSplit, load, sha256
+from afford_perception.affordance.dataset import (
+    AFFORDANCES,
+    FORMAT_VERSION,
+    MANIFEST,
+    AffordanceSplit,
+    load,
+    sha256,
+)
 from afford_perception.affordance.evaluate import (
     HELDOUT_SPLITS,
+    chance_ious,
     evaluate_sources,
     part_source_ious,
     summarize,
@@ -392,9 +400,40 @@ def test_empty_targets_reward_predicting_nothing(trained: tuple[Path, TrainRepor
     empty = ~split.query_targets(np.arange(len(split.query_cloud))).any(axis=1)
     assert failures == 0 and empty.any() and (~empty).any()
     np.testing.assert_array_equal(ious, empty.astype(float))
+    with pytest.raises(ValueError, match="affordances read for"):
+        part_source_ious(_Nothing(), split, asked=["pull"])
     summary = summarize(["pull", "pull", "grasp_handle"], [1.0, 0.0, 0.5])
     assert summary["per_affordance"] == {"grasp_handle": 0.5, "pull": 0.5}
     assert summary["overall"] == 0.5 and summary["queries"] == 3
+
+
+def test_chance_is_the_mean_over_guessing_each_part_or_nothing() -> None:
+    """The chance floor is the exact expectation of a uniform guess among the object's parts and
+    "nothing here": computed here by hand on a four-point mug view (body and handle in view, the
+    rim not, so guessing the rim is guessing nothing)."""
+    mug = category("mug")
+    labels = np.array([mug.parts.index("body")] * 3 + [mug.parts.index("handle")], dtype=np.int8)
+    bits = np.zeros(4, dtype=np.uint16)
+    for i, label in enumerate(labels):
+        for aff in mug.affordances[mug.parts[label]]:
+            bits[i] |= np.uint16(1 << AFFORDANCES.index(aff))
+    asked = ("grasp_handle", "pull")
+    arrays = {
+        "format": np.asarray(FORMAT_VERSION), "points": np.zeros((1, 4, 3), dtype=np.float32),
+        "part_labels": labels[None], "affordance_bits": bits[None], "category": np.zeros(1, dtype=np.int64),
+        "shape_seed": np.zeros(1, dtype=np.int64), "view": np.zeros(1, dtype=np.int64),
+        "full": np.zeros(1, dtype=bool), "centre": np.zeros((1, 3)), "observed": np.full(1, 4),
+        "query_cloud": np.zeros(2, dtype=np.int64), "query_text": np.arange(2),
+        "query_affordance": np.array([AFFORDANCES.index(a) for a in asked]),
+        "categories": np.asarray(["mug"]), "texts": np.asarray(["the handle", "the pull"]),
+        "affordances": np.asarray(AFFORDANCES),
+    }
+    ious = chance_ious(AffordanceSplit("val_unseen_shapes", arrays))
+    n = len(mug.parts) + 1  # each part, and nothing
+    # grasp_handle: only guessing the handle hits it (IoU 1). pull, which a mug lacks: every empty
+    # guess (nothing, the rim out of view) scores 1, the body and the handle 0.
+    assert ious[0] == pytest.approx(1 / n)
+    assert ious[1] == pytest.approx((n - 2) / n)
 
 
 # --- CLI -------------------------------------------------------------------------------------
@@ -448,7 +487,9 @@ def test_cli_eval_json_covers_the_requested_split(trained: tuple[Path, TrainRepo
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert list(out) == ["test_unseen_phrasings"]
-    assert set(out["test_unseen_phrasings"]) == {"learned", "geometric", "oracle"}
+    assert set(out["test_unseen_phrasings"]) == {"learned", "geometric", "oracle", "chance"}
+    scores = out["test_unseen_phrasings"]
+    assert 0.0 < scores["chance"]["overall"] < scores["oracle"]["overall"]
     # The model is told the categories it was trained on; with --without-category, none.
     assert isinstance(told[-1], dict) and set(told[-1]) == {"mug", "cabinet", "hammer"}
     assert main([*args, "--without-category"]) == 0

@@ -10,6 +10,14 @@ whose part offers that affordance.
 - ``geometric`` / ``oracle``: they ground parts, not phrases, so an affordance's region is the
   union of the regions of the parts that offer it (``Category.parts_with``). Wording cannot
   change their answer: their seen- and unseen-phrasing scores are equal by construction.
+- ``geometric_text`` / ``oracle_text``: the same part sources answering the query's words
+  rather than its label: the affordance is the one ``affordance.reader`` reads from the text
+  (the nearest training wordings vote), so they are scored like for like with ``learned`` on
+  free text. ``oracle_text`` is the reading's ceiling (perfect parts, read words).
+- ``chance``: the floor under every table. A guess drawn uniformly from the answers a part
+  source can give, knowing the object's true parts but not the question: one of the
+  category's parts (its labelled points, empty when out of view) or "nothing here". Its score
+  is the exact expectation of that draw (the mean IoU over the choices), so it has no seed.
 
 IoU follows ``grounding.views.iou``: a query whose target is empty (an affordance the object
 does not offer, or a part out of view) scores 1 when nothing is predicted and 0 otherwise, so
@@ -42,6 +50,12 @@ from afford_perception.grounding.views import iou
 
 #: The held-out splits, scored by default (``train`` is not a benchmark).
 HELDOUT_SPLITS: tuple[str, ...] = tuple(s for s in SPLITS if s != "train")
+
+#: The name of the chance floor among the sources (not a grounding source: it answers no query).
+CHANCE = "chance"
+#: A part source's name with this suffix answers the affordance read from each query's text
+#: (``affordance.reader``) instead of the one the query is labelled with.
+READS_TEXT = "_text"
 
 Embedder = Callable[[Sequence[str]], np.ndarray]
 
@@ -125,11 +139,18 @@ def learned_ious(model: Any, split: AffordanceSplit, embeddings: dict[str, np.nd
     return out
 
 
-def part_source_ious(source: GroundingSource, split: AffordanceSplit, threshold: float = 0.5) -> tuple[
-        np.ndarray, int]:
+def part_source_ious(source: GroundingSource, split: AffordanceSplit, threshold: float = 0.5,
+                     asked: Sequence[str] | None = None) -> tuple[np.ndarray, int]:
     """IoU of every query of ``split`` for a part-grounding source, and the number of clouds it
     could not ground (``GroundingError``; scored as an empty prediction, which is what the robot
-    would act on)."""
+    would act on).
+
+    Args:
+        asked: Per query, the affordance the source grounds (default: the one it is labelled
+            with); the target is always the labelled one's.
+    """
+    if asked is not None and len(asked) != len(split.query_cloud):
+        raise ValueError(f"{len(asked)} affordances read for {len(split.query_cloud)} queries")
     out = np.empty(len(split.query_cloud), dtype=np.float64)
     failures = 0
     for i in range(len(split)):
@@ -152,10 +173,31 @@ def part_source_ious(source: GroundingSource, split: AffordanceSplit, threshold:
         targets = split.query_targets(q)
         for row, qi in enumerate(q):
             pred = np.zeros(len(cloud), dtype=bool)
-            for part in info.parts_with(split.affordances[split.query_affordance[qi]]):
+            wanted = split.affordances[split.query_affordance[qi]] if asked is None else asked[qi]
+            for part in info.parts_with(wanted):
                 pred |= regions[part]
             out[qi] = iou(pred, targets[row])
     return out, failures
+
+
+def chance_ious(split: AffordanceSplit) -> np.ndarray:
+    """Expected IoU of every query of ``split`` under a uniform guess among the object's parts
+    and "nothing here" (see the module docstring): the chance floor of a table.
+
+    The parts are the category's (``afford_core.ontology``), each the cloud's points labelled so;
+    a part out of view is an empty guess, as is "nothing".
+    """
+    out = np.empty(len(split.query_cloud), dtype=np.float64)
+    for i in range(len(split)):
+        q = np.flatnonzero(split.query_cloud == i)
+        if len(q) == 0:
+            continue
+        parts = category(split.categories[split.category[i]]).parts
+        labels = split.part_labels[i]
+        guesses = [labels == k for k in range(len(parts))] + [np.zeros(len(labels), dtype=bool)]
+        for row, target in zip(q, split.query_targets(q), strict=True):
+            out[row] = float(np.mean([iou(g, target) for g in guesses]))
+    return out
 
 
 def view_kinds(split: AffordanceSplit, views_per_shape: int) -> np.ndarray:
@@ -198,7 +240,10 @@ def evaluate_sources(
     Args:
         data_dir: Folder written by ``dataset.generate``.
         sources: Grounding source names; ``learned`` is scored on the query text, the others
-            through the parts that offer the queried affordance.
+            through the parts that offer the queried affordance; ``chance`` (:data:`CHANCE`) is
+            the floor, a uniform guess among the object's parts and nothing (:func:`chance_ious`);
+            a part source's name + ``_text`` (:data:`READS_TEXT`) grounds the affordance read
+            from each query's text (``affordance.reader``) instead of its label.
         splits: Split names (default the three held-out ones).
         weights: Checkpoint for ``learned`` (default: as ``LearnedSource`` resolves it).
         threshold: Score threshold of every predicted region.
@@ -213,7 +258,9 @@ def evaluate_sources(
         (always 0 for ``learned``); ``by_view`` is the overall mIoU on each kind of cloud
         (:func:`view_kinds`); ``by_category`` the overall mIoU on each category's clouds;
         ``by_phrase`` the mean IoU of the queries asked with each wording; ``offered`` the
-        summary over the queries of an affordance the object offers (no "nothing here" ones).
+        summary over the queries of an affordance the object offers (no "nothing here" ones);
+        a ``_text`` source adds ``reading``: the share of queries whose text was read as the
+        affordance they are labelled with, the number of distinct texts and of tied votes.
     """
     unknown = [s for s in splits if s not in (*SPLITS, *INDEPENDENT_SPLITS)]
     if unknown:
@@ -236,6 +283,12 @@ def evaluate_sources(
             from afford_perception.affordance.source import LearnedSource
 
             built[name] = LearnedSource(weights=weights, embedder=embedder)
+        elif name == CHANCE:
+            built[name] = None
+        elif name.endswith(READS_TEXT):
+            from afford_perception.affordance.reader import AffordanceReader
+
+            built[name] = (make_source(name.removesuffix(READS_TEXT)), AffordanceReader(embedder))
         else:
             built[name] = make_source(name)
     results: dict[str, dict[str, dict[str, Any]]] = {}
@@ -245,10 +298,22 @@ def evaluate_sources(
         results[split_name] = {}
         for name, source in built.items():
             t0 = time.perf_counter()
+            reading: dict[str, Any] = {}
             if name == "learned":
                 emb = source.embeddings(split.texts)
                 cats = source.category_embeddings(split.categories) if tell_category else None
                 ious, failures = learned_ious(source.model, split, emb, threshold, categories=cats), 0
+            elif name == CHANCE:
+                ious, failures = chance_ious(split), 0
+            elif name.endswith(READS_TEXT):
+                part_source, reader = source
+                read = dict(zip(split.texts, reader.read(split.texts), strict=True))
+                asked = [read[split.texts[t]] for t in split.query_text]
+                ious, failures = part_source_ious(part_source, split, threshold, asked=asked)
+                labelled = [split.affordances[a] for a in split.query_affordance]
+                reading = {"queries_read_right": float(np.mean([a == b for a, b in zip(asked, labelled,
+                                                                                        strict=True)])),
+                           "texts": len(split.texts), "ties": reader.ties}
             else:
                 ious, failures = part_source_ious(source, split, threshold)
             by_view = {str(k): summarize([a for a, m in zip(affs, kind_of_query == k, strict=True) if m],
@@ -265,5 +330,5 @@ def evaluate_sources(
             results[split_name][name] = {**summarize(affs, ious), "failures": failures,
                                          "seconds": time.perf_counter() - t0, "by_view": by_view,
                                          "by_category": by_category, "by_phrase": by_phrase,
-                                         "offered": on_offered}
+                                         "offered": on_offered, **({"reading": reading} if reading else {})}
     return results
