@@ -463,8 +463,12 @@ def _affordance_data(args: argparse.Namespace) -> int:
 
     # --small: a data set for a quick look in minutes (a few shapes per category), not for the
     # weights that ship.
-    config = (AffordanceDataConfig(train_seeds=6, heldout_seeds=2, unseen_category_seeds=4, views_per_shape=2)
-              if args.small else AffordanceDataConfig())
+    # --categories: the seen categories (default every ontology category but the unseen ones), so
+    # the data set a checkpoint was trained on can be built again from the list it records.
+    seen = {"categories": tuple(dict.fromkeys(args.categories))} if args.categories else {}
+    config = (AffordanceDataConfig(train_seeds=6, heldout_seeds=2, unseen_category_seeds=4, views_per_shape=2,
+                                   **seen)
+              if args.small else AffordanceDataConfig(**seen))
     report = generate(config, args.out, progress=not args.no_progress)
     counts = ", ".join(f"{s} {report.clouds[s]} clouds / {report.queries[s]} queries" for s in report.clouds)
     print(f"wrote {report.out_dir} in {report.seconds:.0f} s: {counts}")
@@ -536,6 +540,9 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
     data = asub.add_parser("data", help="generate the training and held-out splits")
     data.add_argument("--out", default=AFFORDANCE_DATA, help=f"output folder (default {AFFORDANCE_DATA})")
     data.add_argument("--small", action="store_true", help="a few shapes per category (quick look)")
+    data.add_argument("--categories", nargs="+", default=None, metavar="CATEGORY",
+                      help="seen categories to generate (default: every ontology category but the unseen "
+                           "pot and scoop); a checkpoint lists the ones it was trained on")
     data.add_argument("--no-progress", action="store_true", help="no progress bar")
     data.set_defaults(func=_affordance_data)
     tr = asub.add_parser("train", help="train the model; the best checkpoint by validation mIoU is kept")

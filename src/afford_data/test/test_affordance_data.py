@@ -327,3 +327,29 @@ def test_config_rejects_leaky_or_unknown_categories() -> None:
     taught = {a for c in default.categories for a in vocab.affordances_of(c)}
     for cat in default.unseen_categories:
         assert set(vocab.affordances_of(cat)) <= taught, cat
+
+
+def test_cli_builds_the_categories_it_is_given_and_refuses_an_unknown_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`afford affordance data --categories` builds the data set a checkpoint lists (the shipped
+    one was trained on 16 categories; the default is every one); a category the ontology lacks
+    fails in one line before anything is written."""
+    from afford_cli.cli import main
+
+    built: list[AffordanceDataConfig] = []
+
+    def recording(config: AffordanceDataConfig, out_dir: Path | str, progress: bool = True) -> Any:
+        built.append(config)
+        raise SystemExit(0)  # the config is what is checked; the generation has its own tests
+
+    monkeypatch.setattr(ds, "generate", recording)
+    with pytest.raises(SystemExit):
+        main(["affordance", "data", "--categories", "mug", "kettle", "mug", "--out", str(tmp_path / "a")])
+    assert built[-1].categories == ("mug", "kettle") and built[-1].unseen_categories == ("pot", "scoop")
+    with pytest.raises(SystemExit):
+        main(["affordance", "data", "--out", str(tmp_path / "b")])
+    every = AffordanceDataConfig().categories
+    assert set(built[-1].categories) == set(every) and len(every) > 16
+    assert main(["affordance", "data", "--categories", "teapot", "--out", str(tmp_path / "c")]) == 2
+    assert "unknown object category 'teapot'" in capsys.readouterr().err
+    assert not (tmp_path / "c").exists()
