@@ -22,7 +22,10 @@ for the fingers. A part the next action needs is kept clear of the grasp, which 
 Words the lexicon lacks are matched to known names by MiniLM sentence embeddings (see
 :mod:`afford_perception.text_embedding`) only when no exact entry exists; below
 ``ParserConfig.similarity_threshold`` the parser refuses rather than guesses, because a
-wrong object or part sends the arm to the wrong place on a real cell.
+wrong object or part sends the arm to the wrong place on a real cell. A part phrase neither
+places is read, word for word only, as one of the affordance model's training wordings ("the
+bit you hold on to", "the loop") when just one of the object's parts offers that wording's
+affordance; anything short of that is refused as before.
 
 Decisions worth knowing (each is a rule, not a per-task special case):
 
@@ -80,6 +83,7 @@ Decisions worth knowing (each is a rule, not a per-task special case):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -884,6 +888,8 @@ class _Parser:
                             f"{_human(cat)} parts: {_join(CATEGORIES[cat].parts)}")
         query = " ".join([t for t in content if t not in lx.MODIFIERS] or content)
         choice, note = self._nearest(query, lx.part_phrases(cat))
+        if choice is None:
+            choice = _part_by_wording(cat, " ".join(content))
         if choice is None:
             raise self.fail(ParseErrorKind.UNKNOWN_PART,
                             f"the {_human(cat)} has no part called '{query}' ({note}) in '{self.text}'; "
@@ -2110,3 +2116,31 @@ def _referent(piece: str, error: str, before: Intent, known_objects: Sequence[st
         if intent.target == name and _can(intent.next_action, name):
             readings.append(intent)
     return readings[0] if len(readings) == 1 else None
+
+
+@functools.cache
+def _wording_parts(cat: str) -> dict[str, str]:
+    """The affordance model's training wordings (``affordance.vocabulary.training_pool``) that
+    name exactly one part of ``cat``: a wording of an affordance only that part offers ("the
+    loop" for a mug: ``hang``, its handle's alone), keyed as the parser meets the phrase
+    (determiners dropped). A wording that could mean two parts of the object is left out."""
+    from afford_perception.affordance.vocabulary import training_pool
+
+    info = CATEGORIES[cat]
+    out: dict[str, str | None] = {}
+    for affordance, wordings in training_pool().items():
+        parts = info.parts_with(affordance)
+        if len(parts) != 1:
+            continue
+        for wording in wordings:
+            key = " ".join(t for t in lx.words(wording) if t not in lx.DETERMINERS)
+            out[key] = parts[0] if out.get(key, parts[0]) == parts[0] else None
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _part_by_wording(cat: str, phrase: str) -> str | None:
+    """The part of ``cat`` a part phrase names word for word as one of the affordance model's
+    training wordings (:func:`_wording_parts`), or None. Exact only: it reads "by the bit you
+    hold on to" as the handle, and guesses nothing the lexicon and the embedding fallback
+    could not place."""
+    return _wording_parts(cat).get(phrase)

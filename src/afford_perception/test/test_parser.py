@@ -357,6 +357,35 @@ def test_refusals(text: str, known: Sequence[str] | None, kind: ParseErrorKind, 
     assert err.value.text == text
 
 
+@pytest.mark.parametrize(("text", "part"), [
+    ("pick up the mug by the loop", "handle"),  # hang: the mug's handle alone offers it
+    ("pick up the mug by the bit you hold on to", "handle"),
+    ("pick up the kettle by where your hand goes", "handle"),
+    ("lift the paper cup by the whole object", "body"),
+])
+def test_a_part_named_in_the_affordance_models_words_is_that_part(text: str, part: str) -> None:
+    """The learned model's training wordings name parts too: word for word, one that only one
+    of the object's parts answers is read as that part (no embedding asked: exact only)."""
+    assert parse(text, config=NO_EMBEDDINGS).grasp_region == part
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("pick up the cabinet by the drawer pull", "drawer"),  # the lexicon's own reading stands
+    ("pick up the cabinet by the finger pull", "has no part called 'finger pull'"),  # pull: two handles
+    ("pick up the mug by the push button", "has no part called 'push button'"),  # press: a mug has none
+    ("pick up the mug by the loopy bit", "has no part called 'loopy bit'"),  # not word for word
+])
+def test_a_wording_that_could_mean_two_parts_or_none_is_refused(text: str, fragment: str) -> None:
+    """A training wording of an affordance two parts offer (a cabinet's drawer and door handles
+    both `pull`), or none of the object's, or a phrase only near a wording, names no part."""
+    try:
+        intent = parse(text, config=NO_EMBEDDINGS)
+    except TaskParseError as err:
+        assert fragment in str(err), str(err)
+        return
+    assert fragment in intent.grasp_region, intent
+
+
 def test_known_objects_must_be_categories() -> None:
     """A scene list with a name outside the ontology is a caller bug (perception publishing a
     raw label), reported as such rather than as an unparseable sentence."""
