@@ -477,11 +477,16 @@ def _affordance_data(args: argparse.Namespace) -> int:
 
 def _affordance_train(args: argparse.Namespace) -> int:
     from afford_perception.affordance.augment import YAW_AND_SCALE, AugmentConfig
+    from afford_perception.affordance.model import AffordanceModelConfig, load_model
     from afford_perception.affordance.source import DEFAULT_WEIGHTS
     from afford_perception.affordance.train import TrainConfig, train
 
     steps = args.steps if args.steps is not None or args.minutes is not None else TrainConfig.steps
+    # --init: the architecture is the checkpoint's (its weights must fit it).
+    init = None if args.init is None else Path(args.init)
+    model = AffordanceModelConfig() if init is None else load_model(init).config
     config = TrainConfig(data_dir=Path(args.data), out=Path(args.out or DEFAULT_WEIGHTS), steps=steps,
+                         init=init, model=model,
                          minutes=args.minutes, seed=args.seed, threads=args.threads,
                          resample_phrasings=not args.stored_phrasings, command=args.command_line,
                          augment=args.augment != "none",
@@ -564,6 +569,9 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
                     help="how each training cloud is changed at every step: wide (shape changes and "
                          "depth-camera faults, the default), yaw-scale (the first models' yaw and 5%% "
                          "scale), none")
+    tr.add_argument("--init", default=None, metavar="CHECKPOINT",
+                    help="start from this checkpoint's weights (same architecture) instead of random ones, "
+                         "e.g. the shipped model taught the categories it lacks")
     tr.add_argument("--no-progress", action="store_true", help="no progress lines")
     tr.set_defaults(func=_affordance_train)
     ev = asub.add_parser("eval", help="mIoU per affordance of each source on the held-out splits")

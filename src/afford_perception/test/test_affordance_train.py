@@ -36,7 +36,7 @@ from afford_perception.affordance.evaluate import (
     part_source_ious,
     summarize,
 )
-from afford_perception.affordance.model import AffordanceModelConfig, load_checkpoint
+from afford_perception.affordance.model import AffordanceModelConfig, CheckpointMismatch, load_checkpoint
 from afford_perception.affordance.source import WEIGHTS_ENV, LearnedSource, WeightsNotFound, affordance_phrase
 from afford_perception.affordance.train import TrainConfig, TrainReport, _Wordings, cloud_weights, train
 from afford_perception.affordance.vocabulary import TRAINING_ONLY, split_phrasings, training_pool
@@ -123,6 +123,27 @@ def _resampled(split: AffordanceSplit, clouds: list[int]) -> AffordanceSplit:
         "affordances": np.array(split.affordances),
     })
     return AffordanceSplit("resampled", arrays)
+
+
+def test_a_run_can_start_from_a_checkpoint(trained: tuple[Path, TrainReport], tmp_path: Path) -> None:
+    """`--init`: the shipped model taught more categories starts from its weights, not random
+    ones. With a learning rate too small to move them, the first validation scores what the
+    checkpoint scored; the file records where it started; another architecture is refused."""
+    import dataclasses
+
+    data, report = trained
+    config = TrainConfig(data_dir=data, out=tmp_path / "again.pt", steps=1, batch_clouds=2, model=MODEL,
+                         lr=1e-12, init=report.out, seed=1)
+    again = train(config, progress=False, embedder=stub_embedder)
+    assert again.validations[0][1] == pytest.approx(report.best_val_miou, abs=1e-6)
+    started = load_checkpoint(again.out)["meta"]["init"]
+    assert started["sha256"] == sha256(report.out) and started["command"] == COMMAND
+    cold = train(dataclasses.replace(config, init=None, out=tmp_path / "cold.pt"), progress=False,
+                 embedder=stub_embedder)
+    assert abs(cold.validations[0][1] - report.best_val_miou) > 1e-3  # random weights score otherwise
+    other = dataclasses.replace(MODEL, feature_dim=MODEL.feature_dim * 2)
+    with pytest.raises(CheckpointMismatch, match="feature_dim"):
+        train(dataclasses.replace(config, model=other), progress=False, embedder=stub_embedder)
 
 
 def test_rare_affordances_are_drawn_as_often_as_common_ones(trained: tuple[Path, TrainReport]) -> None:
@@ -510,6 +531,22 @@ def test_cli_train_refuses_data_of_another_cloud_size(trained: tuple[Path, Train
                  "--no-progress"]) == 2
     assert "num_points" in capsys.readouterr().err
     assert not (tmp_path / "m.pt").exists()
+
+
+@pytest.mark.usefixtures("stub_text")
+def test_cli_train_from_a_checkpoint_takes_its_architecture(trained: tuple[Path, TrainReport],
+                                                            tmp_path: Path) -> None:
+    """`afford affordance train --init CKPT` trains the checkpoint's architecture (here the
+    small test model, which the default 2,048-point one would refuse on this data)."""
+    from afford_cli.cli import main
+
+    data, report = trained
+    out = tmp_path / "m.pt"
+    assert main(["affordance", "train", "--data", str(data), "--steps", "1", "--out", str(out),
+                 "--init", str(report.out), "--no-progress"]) == 0
+    meta = load_checkpoint(out)["meta"]
+    assert meta["init"]["sha256"] == sha256(report.out)
+    assert load_checkpoint(out)["config"] == load_checkpoint(report.out)["config"]
 
 
 def test_a_subset_of_a_split_keeps_each_clouds_own_queries(trained: tuple[Path, TrainReport]) -> None:

@@ -50,6 +50,8 @@ from afford_perception.affordance.model import (
     AffordanceModel,
     AffordanceModelConfig,
     affordance_loss,
+    load_checkpoint,
+    load_model,
     save_model,
 )
 from afford_perception.affordance.vocabulary import category_text, training_pool
@@ -101,6 +103,9 @@ class TrainConfig:
             category input (``model.category_dim == 0``).
         model: Architecture. Its ``num_points`` must equal the data set's points per cloud.
         command: The command line that started the run, stored in the checkpoint.
+        init: Start from this checkpoint's weights instead of random ones (its architecture must
+            be ``model``): a model trained on some categories, taught more. The optimiser and
+            the schedule start afresh; the checkpoint written records where it started.
     """
 
     data_dir: Path
@@ -121,10 +126,13 @@ class TrainConfig:
     category_dropout: float = 0.2
     model: AffordanceModelConfig = field(default_factory=AffordanceModelConfig)
     command: str = ""
+    init: Path | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "data_dir", Path(self.data_dir))
         object.__setattr__(self, "out", Path(self.out))
+        if self.init is not None:
+            object.__setattr__(self, "init", Path(self.init))
         if self.steps is None and self.minutes is None:
             raise ValueError("set steps, minutes or both: training needs a budget")
         if self.steps is not None and self.steps < 1:
@@ -301,13 +309,21 @@ def train(config: TrainConfig, progress: bool = True, embedder: Embedder | None 
     val_affs = [val_split.affordances[a] for a in val_split.query_affordance]
 
     model = AffordanceModel(config.model)
+    started_from: dict[str, Any] = {}
+    if config.init is not None:
+        # load_model checks the architecture field by field and that every weight fits it.
+        model.load_state_dict(load_model(config.init, expected=config.model).state_dict())
+        init_meta = load_checkpoint(config.init).get("meta", {})
+        started_from = {"init": {"path": str(config.init), "sha256": sha256(config.init),
+                                 "command": init_meta.get("command", ""),
+                                 "categories": init_meta.get("categories", [])}}
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     meta_base = {"command": config.command, "data_manifest_sha": sha256(manifest),
                  # The categories whose names the model learned to read; LearnedSource tells it
                  # no other (an unseen name's embedding lands where training never shaped it).
                  "categories": list(train_split.categories) if uses_category else [],
                  "train": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()
-                           if k not in ("model", "command")}}
+                           if k not in ("model", "command")}, **started_from}
 
     losses: list[tuple[int, float]] = []
     validations: list[tuple[int, float]] = []
