@@ -493,7 +493,8 @@ def _affordance_train(args: argparse.Namespace) -> int:
                          augmentation=YAW_AND_SCALE if args.augment == "yaw-scale" else AugmentConfig(),
                          **({} if args.category_dropout is None else
                             {"category_dropout": args.category_dropout}),
-                         **({} if args.val_every is None else {"val_every": args.val_every}))
+                         **({} if args.val_every is None else {"val_every": args.val_every}),
+                         **({} if args.lr is None else {"lr": args.lr}))
     report = train(config, progress=not args.no_progress, log=lambda line: print(line, flush=True))
     print(f"wrote {report.out}: step {report.best_step} of {report.steps}, val_unseen_shapes mIoU "
           f"{report.best_val_miou:.3f}, {report.seconds / 60:.1f} min")
@@ -569,6 +570,8 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
                     help="how each training cloud is changed at every step: wide (shape changes and "
                          "depth-camera faults, the default), yaw-scale (the first models' yaw and 5%% "
                          "scale), none")
+    tr.add_argument("--lr", type=float, default=None,
+                    help="peak learning rate, cosine-decayed over the budget (default: TrainConfig.lr, 2e-3)")
     tr.add_argument("--init", default=None, metavar="CHECKPOINT",
                     help="start from this checkpoint's weights (same architecture) instead of random ones, "
                          "e.g. the shipped model taught the categories it lacks")

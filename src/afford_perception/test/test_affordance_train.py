@@ -543,9 +543,9 @@ def test_cli_train_from_a_checkpoint_takes_its_architecture(trained: tuple[Path,
     data, report = trained
     out = tmp_path / "m.pt"
     assert main(["affordance", "train", "--data", str(data), "--steps", "1", "--out", str(out),
-                 "--init", str(report.out), "--no-progress"]) == 0
+                 "--init", str(report.out), "--lr", "5e-4", "--no-progress"]) == 0
     meta = load_checkpoint(out)["meta"]
-    assert meta["init"]["sha256"] == sha256(report.out)
+    assert meta["init"]["sha256"] == sha256(report.out) and meta["train"]["lr"] == 5e-4
     assert load_checkpoint(out)["config"] == load_checkpoint(report.out)["config"]
 
 
