@@ -29,6 +29,7 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import os
 import platform
 import stat
 import subprocess
@@ -257,7 +258,22 @@ def provenance(command: str, run_dir: Path | str | None = None) -> dict[str, Any
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "packages": versions,
+        "affordance_weights": affordance_weights(),
     }
+
+
+def affordance_weights() -> dict[str, Any]:
+    """The checkpoint the learned grounding loads in this process (as ``LearnedSource`` resolves
+    it: ``$AFFORD_AFFORDANCE_WEIGHTS``, else the shipped file), with its sha256, so a run made
+    with other weights says so; ``error`` when none can be found (the learned sources then fail)."""
+    from afford_perception.affordance.source import WEIGHTS_ENV, WeightsNotFound, resolve_weights
+
+    try:
+        path = resolve_weights()
+    except (WeightsNotFound, FileNotFoundError) as err:
+        return {"error": str(err)}
+    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "from_environment": bool(os.environ.get(WEIGHTS_ENV))}
 
 
 # --------------------------------------------------------------------------- records

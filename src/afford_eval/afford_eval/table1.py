@@ -190,7 +190,17 @@ def _open(run_dir: Path, config: Table1Config) -> None:
 def _record_session(run_dir: Path, command: str) -> None:
     path = run_dir / "provenance.json"
     sessions = json.loads(path.read_text()) if path.exists() else []
-    sessions.append(provenance(command, run_dir))
+    now = provenance(command, run_dir)
+    # One table, one affordance model: a resumed run grounding with other weights would mix two
+    # models' rollouts under one column. (Sessions recorded before the weights were would pass.)
+    used = {str(s["affordance_weights"].get("sha256")) for s in sessions if "affordance_weights" in s}
+    if used and str(now["affordance_weights"].get("sha256")) not in used:
+        from afford_perception.affordance.source import WEIGHTS_ENV
+
+        raise ValueError(f"{run_dir} was run with the affordance weights {sorted(u[:12] for u in used)}; "
+                         f"this session loads {now['affordance_weights']} (is ${WEIGHTS_ENV} set?): "
+                         "choose another --out")
+    sessions.append(now)
     write_json(path, sessions)
 
 

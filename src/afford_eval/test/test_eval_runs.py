@@ -493,6 +493,26 @@ def test_provenance_names_every_tracked_package_installed_here() -> None:
             assert pk[name], name
 
 
+def test_provenance_names_the_affordance_weights_the_run_used(tmp_path, monkeypatch) -> None:
+    """A run with $AFFORD_AFFORDANCE_WEIGHTS set grounds with another model than the shipped
+    one: its provenance must say which (path and sha256), or the records cannot be told apart."""
+    import hashlib
+
+    from afford_perception.affordance.source import DEFAULT_WEIGHTS, WEIGHTS_ENV
+
+    monkeypatch.delenv(WEIGHTS_ENV, raising=False)
+    shipped = runs.provenance("c")["affordance_weights"]
+    assert shipped["path"] == str(DEFAULT_WEIGHTS) and not shipped["from_environment"]
+    other = tmp_path / "other.pt"
+    other.write_bytes(b"another model")
+    monkeypatch.setenv(WEIGHTS_ENV, str(other))
+    used = runs.provenance("c")["affordance_weights"]
+    assert used == {"path": str(other), "sha256": hashlib.sha256(b"another model").hexdigest(),
+                    "from_environment": True}
+    monkeypatch.setenv(WEIGHTS_ENV, str(tmp_path / "absent.pt"))
+    assert "absent.pt" in runs.provenance("c")["affordance_weights"]["error"]
+
+
 def test_the_source_hash_covers_our_code_and_changes_with_it(tmp_path) -> None:
     """The hash that tells a resumed run it mixes two versions of the code: over every package
     we import (it once globbed a folder too high and hashed nothing, so every run matched)."""

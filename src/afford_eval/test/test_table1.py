@@ -191,3 +191,21 @@ def test_a_run_is_extended_by_new_tasks_and_nothing_else(tmp_path: Path) -> None
     assert Table1Config.from_dict(json.loads((out / "config.json").read_text())) == more
     with pytest.raises(ValueError, match="extended by new tasks only"):
         _open(out, base)
+
+
+def test_a_run_resumed_with_other_affordance_weights_is_refused(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every session records the affordance model it loads; resuming a run with other weights
+    ($AFFORD_AFFORDANCE_WEIGHTS set, or unset after a run made with it) would put two models'
+    rollouts in one column, so it is refused before any rollout, naming the variable."""
+    from afford_perception.affordance.source import WEIGHTS_ENV
+
+    monkeypatch.delenv(WEIGHTS_ENV, raising=False)
+    table1._record_session(tmp_path, "first")
+    table1._record_session(tmp_path, "same weights again")
+    other = tmp_path / "other.pt"
+    other.write_bytes(b"another model")
+    monkeypatch.setenv(WEIGHTS_ENV, str(other))
+    with pytest.raises(ValueError, match=f"was run with the affordance weights .*{WEIGHTS_ENV}"):
+        table1._record_session(tmp_path, "other weights")
+    assert len(json.loads((tmp_path / "provenance.json").read_text())) == 2
