@@ -16,9 +16,9 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _readout() -> ModuleType:
-    path = ROOT / "bench" / "paraphrase_readout.py"
-    spec = importlib.util.spec_from_file_location("paraphrase_readout", path)
+def _readout(name: str = "paraphrase_readout") -> ModuleType:
+    path = ROOT / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -171,15 +171,6 @@ def test_the_eighth_authors_sentences_keep_reaching_their_tasks() -> None:
     _keeps_reaching("benchmark_paraphrases_all_tasks.tsv", 117, 39, ALL_TASKS_NOT_READ_YET)
 
 
-def _part_readout() -> ModuleType:
-    path = ROOT / "bench" / "part_phrase_readout.py"
-    spec = importlib.util.spec_from_file_location("part_phrase_readout", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_held_out_part_phrases_are_well_formed() -> None:
     """Only the shape of the held-out part sentences (``bench/part_phrase_readout.py`` reads
     them; no test does, so the parser is never tuned to them): 80 sentences over nine objects of
@@ -187,7 +178,7 @@ def test_the_held_out_part_phrases_are_well_formed() -> None:
     (a bottle's neck, a pot's rim) are the only ones outside it."""
     from afford_core.ontology import category
 
-    rows = _part_readout().load()
+    rows = _readout("part_phrase_readout").load()
     assert len(rows) == 80 and len({s for _, _, s in rows}) == 80
     objects = {o for o, _, _ in rows}
     assert len(objects) == 9

@@ -72,24 +72,33 @@ class AnchoredEmbedder:
 
     def _anchor_matrix(self) -> np.ndarray:
         if self._anchor_emb is None:
-            self._anchor_emb = _unit(np.asarray(self.base(self.anchors), dtype=np.float64))
+            self._anchor_emb = unit(np.asarray(self.base(self.anchors), dtype=np.float64))
         return self._anchor_emb
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        query = _unit(np.asarray(self.base(list(texts)), dtype=np.float64))
+        query = unit(np.asarray(self.base(list(texts)), dtype=np.float64))
         if len(query) == 0:
             return query.astype(np.float32)
         anchors = self._anchor_matrix()
-        sims = query @ anchors.T
-        k = min(self.config.k, len(anchors))
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        top_sims = np.take_along_axis(sims, top, axis=1)
-        w = np.exp((top_sims - top_sims.max(axis=1, keepdims=True)) / self.config.temperature)
-        w /= w.sum(axis=1, keepdims=True)
+        top, w = nearest_weights(query, anchors, self.config)
         mixed = np.einsum("qk,qkd->qd", w, anchors[top])
         out = self.config.keep * query + (1.0 - self.config.keep) * mixed
-        return _unit(out).astype(np.float32)
+        return unit(out).astype(np.float32)
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
+def nearest_weights(query: np.ndarray, anchors: np.ndarray,
+                    config: AnchorConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Each query's ``config.k`` nearest anchors by cosine similarity (rows are unit vectors) and
+    their softmax weights at ``config.temperature``: (Q, k) anchor indices, (Q, k) weights
+    summing to 1 per row."""
+    sims = query @ anchors.T
+    k = min(config.k, len(anchors))
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    top_sims = np.take_along_axis(sims, top, axis=1)
+    w = np.exp((top_sims - top_sims.max(axis=1, keepdims=True)) / config.temperature)
+    return top, w / w.sum(axis=1, keepdims=True)
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (a zero row stays zero)."""
     return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from afford_perception.affordance.anchoring import AnchorConfig, Embedder
+from afford_perception.affordance.anchoring import AnchorConfig, Embedder, nearest_weights, unit
 from afford_perception.affordance.vocabulary import training_pool
 
 
@@ -60,22 +60,17 @@ class AffordanceReader:
 
     def _wording_matrix(self) -> np.ndarray:
         if self._emb is None:
-            self._emb = _unit(np.asarray(self.embedder(self.wordings), dtype=np.float64))
+            self._emb = unit(np.asarray(self.embedder(self.wordings), dtype=np.float64))
         return self._emb
 
     def votes(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), len(self.affordances)) vote shares, each row summing to 1."""
         if not texts:
             return np.zeros((0, len(self.affordances)))
-        query = _unit(np.asarray(self.embedder(list(texts)), dtype=np.float64))
-        sims = query @ self._wording_matrix().T
-        k = min(self.config.k, sims.shape[1])
-        top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
-        top_sims = np.take_along_axis(sims, top, axis=1)
-        w = np.exp((top_sims - top_sims.max(axis=1, keepdims=True)) / self.config.temperature)
-        w /= w.sum(axis=1, keepdims=True)
+        query = unit(np.asarray(self.embedder(list(texts)), dtype=np.float64))
+        top, w = nearest_weights(query, self._wording_matrix(), self.config)
         out = np.zeros((len(texts), len(self.affordances)))
-        np.add.at(out, (np.repeat(np.arange(len(texts)), k), self._owner[top].ravel()), w.ravel())
+        np.add.at(out, (np.repeat(np.arange(len(texts)), top.shape[1]), self._owner[top].ravel()), w.ravel())
         return out
 
     def read(self, texts: Sequence[str], seed: int = 0) -> list[str]:
@@ -92,6 +87,3 @@ class AffordanceReader:
             out.append(self.affordances[int(best[0] if len(best) == 1 else rng.choice(best))])
         return out
 
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
