@@ -465,10 +465,10 @@ def _affordance_data(args: argparse.Namespace) -> int:
     # weights that ship.
     # --categories: the seen categories (default every ontology category but the unseen ones), so
     # the data set a checkpoint was trained on can be built again from the list it records.
-    seen = {"categories": tuple(dict.fromkeys(args.categories))} if args.categories else {}
-    config = (AffordanceDataConfig(train_seeds=6, heldout_seeds=2, unseen_category_seeds=4, views_per_shape=2,
-                                   **seen)
-              if args.small else AffordanceDataConfig(**seen))
+    seen: tuple[str, ...] = tuple(dict.fromkeys(args.categories or ()))  # empty: every category
+    config = (AffordanceDataConfig(categories=seen, train_seeds=6, heldout_seeds=2, unseen_category_seeds=4,
+                                   views_per_shape=2)
+              if args.small else AffordanceDataConfig(categories=seen))
     report = generate(config, args.out, progress=not args.no_progress)
     counts = ", ".join(f"{s} {report.clouds[s]} clouds / {report.queries[s]} queries" for s in report.clouds)
     print(f"wrote {report.out_dir} in {report.seconds:.0f} s: {counts}")
