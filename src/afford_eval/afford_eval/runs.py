@@ -265,9 +265,12 @@ def provenance(command: str, run_dir: Path | str | None = None) -> dict[str, Any
 def affordance_weights() -> dict[str, Any]:
     """The checkpoint the learned grounding loads in this process (as ``LearnedSource`` resolves
     it: ``$AFFORD_AFFORDANCE_WEIGHTS``, else the shipped file), with its sha256, so a run made
-    with other weights says so; ``error`` when none can be found (the learned sources then fail)."""
-    from afford_perception.affordance.source import WEIGHTS_ENV, WeightsNotFound, resolve_weights
-
+    with other weights says so; ``error`` when none can be found (the learned sources then fail)
+    or when this environment has no perception package at all (the Meta-World one)."""
+    try:
+        from afford_perception.affordance.source import WEIGHTS_ENV, WeightsNotFound, resolve_weights
+    except ImportError as err:
+        return {"error": f"no learned grounding in this environment ({err})"}
     try:
         path = resolve_weights()
     except (WeightsNotFound, FileNotFoundError) as err:

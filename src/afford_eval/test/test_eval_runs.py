@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -511,6 +512,9 @@ def test_provenance_names_the_affordance_weights_the_run_used(tmp_path, monkeypa
                     "from_environment": True}
     monkeypatch.setenv(WEIGHTS_ENV, str(tmp_path / "absent.pt"))
     assert "absent.pt" in runs.provenance("c")["affordance_weights"]["error"]
+    # The Meta-World environment has afford_eval but no perception package: still a provenance.
+    monkeypatch.setitem(sys.modules, "afford_perception.affordance.source", None)
+    assert "no learned grounding" in runs.provenance("c")["affordance_weights"]["error"]
 
 
 def test_the_source_hash_covers_our_code_and_changes_with_it(tmp_path) -> None:
