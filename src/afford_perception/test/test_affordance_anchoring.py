@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
+from _text_stub import hashed_unit_vectors
 
 from afford_perception.affordance.anchoring import AnchorConfig, AnchoredEmbedder, training_phrasings
 from afford_perception.affordance.vocabulary import split_phrasings
 
-
-def _stub(texts):
-    """Deterministic unit vectors per text (no MiniLM needed)."""
-    rows = []
-    for t in texts:
-        seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "little")
-        v = np.random.default_rng(seed).normal(size=16)
-        rows.append(v / np.linalg.norm(v))
-    return np.array(rows)
+_stub = hashed_unit_vectors
 
 
 def test_training_phrasings_are_anchors_and_held_out_ones_are_not() -> None:

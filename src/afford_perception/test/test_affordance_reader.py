@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pytest
+from _text_stub import hashed_unit_vectors
 
 from afford_perception.affordance.anchoring import AnchorConfig
 from afford_perception.affordance.reader import AffordanceReader
@@ -14,14 +13,7 @@ from afford_perception.affordance.vocabulary import split_phrasings
 POOL = {"grasp_handle": ("the handle", "the grip"), "pour_out": ("the spout",), "hang": ("the loop",)}
 
 
-def _stub(texts):
-    """Deterministic unit vectors per text (no MiniLM needed)."""
-    rows = []
-    for t in texts:
-        seed = int.from_bytes(hashlib.sha256(t.encode()).digest()[:4], "little")
-        v = np.random.default_rng(seed).normal(size=16)
-        rows.append(v / np.linalg.norm(v))
-    return np.array(rows)
+_stub = hashed_unit_vectors
 
 
 def test_a_wording_reads_as_its_affordance_and_a_near_one_as_its_neighbours() -> None:
