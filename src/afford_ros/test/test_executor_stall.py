@@ -162,21 +162,49 @@ def test_a_stall_from_rest_is_not_absorbed_when_the_arm_moved_meanwhile(node: An
     assert stall.count == 1
 
 
-def test_a_stall_against_a_running_chunk_is_checked_afresh(node: Any) -> None:
-    """While a chunk moves the arm, a stall is no delay to absorb: where the running chunk is
-    has moved on, so the chunk is checked again from a new now (and started then), not shifted."""
+def test_a_stall_against_a_running_chunk_keeps_the_schedule_it_was_checked_on(node: Any) -> None:
+    """While a chunk moves the arm, a stall is no delay to absorb (the running chunk goes on),
+    but the checks hold on the schedule they were made for: the chunk starts on it, the stall
+    taken out of its lead. Before, it was checked afresh and stalled again on every look (as on
+    CI's loaded machine, three in a row), then dropped, and the policy's next chunk, continuing
+    the dropped one, was refused as a 0.216 rad jump from the running motion."""
+    from afford_ros.nodes import executor
+
     step = np.zeros(7)
     step[0] = 0.02
     node._on_targets(_chunk(node, [step * k for k in range(1, 12)], period=0.1))  # 1.2 s of motion
     driver: RecordingDriver = node.driver
     assert len(driver.starts) == 1
     delay_before = node._stream_delay
+    stall = Stall(node, 0.06, left=executor._STALL_TRIES)  # every look stalls
+    # Its first target 0.5 s ahead: where the running chunk is then.
+    chunk = _chunk(node, [step * 4, step * 5], lead=0.5)
+    stamp = chunk.header.stamp.sec + 1e-9 * chunk.header.stamp.nanosec
+    node._on_targets(chunk)
+    assert stall.count == 1 and len(driver.starts) == 2, "the stalled chunk was not started on its first look"
+    started, times, _ = driver.starts[1]
+    # The first target is due when it was checked to be (0.5 s after the stamp), not the stall later.
+    ros_minus_mono = node.get_clock().now().nanoseconds * 1e-9 - time.monotonic()
+    due = started + times[0] + ros_minus_mono - stamp
+    assert abs(due - 0.5) < 0.015, due
+    stream_times = node._stream[0]
+    assert abs(stream_times[1] - (started + times[0])) < 0.005  # the stream's record says the same
+    assert node._stream_delay == delay_before  # not re-timed
+
+
+def test_a_stall_that_eats_the_lead_against_a_running_chunk_is_checked_afresh(node: Any) -> None:
+    """A stall that leaves the chunk's first target under the 20 ms lead cannot keep its
+    schedule: the chunk is checked again from a new now and started then."""
+    from afford_ros.nodes import executor
+
+    step = np.zeros(7)
+    step[0] = 0.02
+    node._on_targets(_chunk(node, [step * k for k in range(1, 12)], period=0.1))
+    driver: RecordingDriver = node.driver
     stall = Stall(node, 0.06, left=1)
-    # Its first target 0.5 s ahead (where the running chunk is then), so that the second look,
-    # even on a busy machine, finds it no later than the lead: nothing to re-time.
-    node._on_targets(_chunk(node, [step * 4, step * 5], lead=0.5))
+    node._on_targets(_chunk(node, [step * 0.5, step * 1.0], lead=0.07))
     assert stall.count == 1 and len(driver.starts) == 2  # taken on the second look
-    assert node._stream_delay == delay_before  # not shifted by the stall
+    assert driver.starts[1][1][0] >= executor._STREAM_LEAD - 1e-6
 
 
 def test_a_stall_past_the_start_delay_is_not_absorbed(node: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -161,8 +161,10 @@ _POLL_PERIOD = 0.01  # s between looks at a running trajectory (stop, cancel, pr
 _STOP_FIRST = "a stop came after it was checked"
 _STALLED = "this process stalled between its checks and its start"
 #: Times a chunk is checked afresh when this process stalls between its checks and its start
-#: while a chunk runs (from an arm that holds still the stall delays it whole instead, within
-#: _MAX_START_DELAY: CI's loaded machine stalled on one chunk three looks in a row).
+#: and the chunk cannot start as checked (:meth:`ExecutorNode._start`: from an arm that holds
+#: still the stall delays it whole, within _MAX_START_DELAY; against a moving chunk it keeps its
+#: checked schedule while its first target stays _STREAM_LEAD ahead). CI's loaded machine
+#: stalled on one chunk three looks in a row when every stall meant a fresh look.
 _STALL_TRIES = 3
 _NOT_RECOVERED = "a fault is not recovered"  # _start's answer; the refusal says which (_refusal)
 #: Seconds between two attempts to renew a lost connection.
@@ -460,6 +462,7 @@ class ExecutorNode(Node):
         and the stream and the count of trajectories it was checked against) becomes the
         running stream in the same step, before the driver starts it, so no trajectory is
         admitted alongside."""
+        cut = 0.0  # s taken out of a chunk's times by a stall (it keeps its checked schedule)
         with self._start_lock:
             with self._lock:
                 if self._stops != stops:
@@ -475,22 +478,30 @@ class ExecutorNode(Node):
                     now, q_ref, delay, slack, checked_against, trajectories = chunk_from
                     stall = time.monotonic() - now
                     if stall > _STREAM_LEAD:
-                        # Stalled between the checks and here: its first target is now due
-                        # sooner than the checks assumed. Against a running chunk that one goes
-                        # on meanwhile and the chunk is checked afresh (slack 0). From an arm that
-                        # holds still the checks hold as they were, only later: the chunk is
-                        # delayed whole by the stall (a busy machine deschedules this process
-                        # for tens of ms), within the slack, if the arm still holds where it was
-                        # checked: no stream started, ended or was halted, and no trajectory ran.
+                        # Stalled between the checks and here (a busy machine deschedules this
+                        # process for tens of ms): its first target is now due sooner than the
+                        # checks assumed. They still hold if nothing moved the arm meanwhile (no
+                        # stream started, ended or was halted, no trajectory ran) and the chunk
+                        # runs either as checked, only later (from an arm that holds still: the
+                        # chunk is delayed whole, within the slack), or on the very schedule it
+                        # was checked on (against a running chunk, which goes on meanwhile: the
+                        # stall is taken out of the chunk's lead, if its first target stays
+                        # _STREAM_LEAD ahead). Otherwise it is checked afresh from a new now.
                         moved = self._stream is not checked_against or self._trajectories != trajectories
-                        if stall > slack or moved:
+                        if moved:
                             return _STALLED
-                        now, delay = now + stall, delay + stall
+                        moving = checked_against is not None and now < checked_against[0][-1]
+                        if stall <= slack:
+                            now, delay = now + stall, delay + stall
+                        elif moving and times[0] - stall >= _STREAM_LEAD:
+                            cut = stall
+                        else:
+                            return _STALLED
                     reserved = (np.r_[now, now + times], np.vstack([q_ref, qs]))
                     self._stream = reserved
                     self._stream_delay = delay
             try:
-                sent_t, sent_q = self.driver.start(times, qs, vels)
+                sent_t, sent_q = self.driver.start(times - cut, qs, vels)
             except Exception:
                 if chunk_from is not None:
                     with self._lock:
@@ -500,12 +511,12 @@ class ExecutorNode(Node):
             if chunk_from is not None:
                 with self._lock:
                     if self._stream is reserved:  # not stopped meanwhile: the times the robot follows
-                        self._stream = (np.r_[now, now + sent_t], np.vstack([q_ref, sent_q]))
-                if sent_t[-1] > times[-1] * 1.001:
+                        self._stream = (np.r_[now, now + cut + sent_t], np.vstack([q_ref, sent_q]))
+                if sent_t[-1] > (times[-1] - cut) * 1.001:
                     # The driver slowed the chunk to its own limits: the sender's next chunk, timed
                     # for the chunk it sent, will not start where this one is by then.
                     self.get_logger().warning(
-                        f"joint targets slowed {sent_t[-1] / times[-1]:.2f}x by the driver's limits "
+                        f"joint targets slowed {sent_t[-1] / (times[-1] - cut):.2f}x by the driver's limits "
                         "(dynamics_factor): stream slower, or the next chunk may be refused (start)"
                     )
         return ""
