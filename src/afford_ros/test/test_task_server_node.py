@@ -264,6 +264,70 @@ def _slow_perception() -> subprocess.Popen[str]:
     return _stand_in(_SLOW_PERCEPTION)
 
 
+# A restarted perception that leaves the first ``IGNORE`` requests it gets unanswered.
+_DEAF_PERCEPTION = """
+import sys, threading, time, rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from afford_interfaces.srv import Perceive
+IGNORE = int(sys.argv[1])
+rclpy.init()
+node = rclpy.create_node("perception")
+got = []
+def serve(req, res):
+    got.append(1)
+    print("GOT", len(got), flush=True)
+    if len(got) <= IGNORE:
+        time.sleep(600)
+    res.success, res.reason = False, f"answered request {len(got)}"
+    return res
+node.create_service(Perceive, "/perception/perceive", serve, callback_group=ReentrantCallbackGroup())
+print("READY", flush=True)
+executor = MultiThreadedExecutor(num_threads=4)
+executor.add_node(node)
+executor.spin()
+"""
+
+
+def test_a_request_a_restarted_server_leaves_unanswered_is_sent_again_on_a_fresh_client(
+    real_task_server: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Perception restarted between trials: the old instance is still listed (its lease) when
+    the next trial asks. CI saw the new one never get that request, nor the one sent again when
+    the old one left the graph, and the trial wait out its 60 s. Now the request goes again on a
+    fresh client when the old instance leaves, and again after RESEND_AFTER_RESTART_S while
+    unanswered; the stand-in here leaves the first two unanswered and answers the third."""
+    from afford_interfaces.srv import Perceive
+    from afford_ros.nodes import task_server
+    from afford_ros.nodes.task_server import service_servers
+
+    monkeypatch.setattr(task_server, "RESEND_AFTER_RESTART_S", 3.0)
+    node = real_task_server
+    node.service_timeout = 120.0
+    old = _slow_perception()
+    procs = [old]
+    try:
+        assert node.perceive_client.wait_for_service(timeout_sec=60.0)
+        old.kill()
+        old.wait(timeout=10)
+        new = subprocess.Popen(
+            [sys.executable, "-c", _DEAF_PERCEPTION, "2"], stdout=subprocess.PIPE, text=True)
+        procs.append(new)
+        assert new.stdout is not None and new.stdout.readline().strip() == "READY"
+        end = time.monotonic() + 15.0  # both listed: the killed one until its lease runs out (~20 s)
+        while time.monotonic() < end and len(service_servers(node, "/perception/perceive")) < 2:
+            time.sleep(0.1)
+        assert len(service_servers(node, "/perception/perceive")) == 2, "the dead instance left too soon"
+        first = node.perceive_client
+        answer = node._call(first, Perceive.Request(sentence="pick up the mug"), "perception")
+        assert answer.reason == "answered request 3", answer.reason
+        assert node.perceive_client is not first  # the trial's later calls use the fresh client
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(timeout=10)
+
+
 @pytest.mark.parametrize("restarted", [True, False], ids=["restarted", "gone"])
 def test_a_peer_killed_while_it_works_on_the_trial_ends_it_with_that_reason(
     real_task_server: Any, restarted: bool,

@@ -27,6 +27,7 @@ of CPU, not that the skill is broken.
 
 from __future__ import annotations
 
+import math
 import sys
 import threading
 import time
@@ -68,6 +69,11 @@ GOAL_ANSWER_S = 10.0
 #: After a goal went unanswered (arm stopped), how long (s) to wait for DDS to tell whether the
 #: planner died: a killed node's endpoints stay listed until its lease runs out (Fast DDS: 20 s).
 PEER_LEASE_S = 25.0
+#: After a service's server was restarted mid-request, a request still unanswered this long (s)
+#: is sent again (a perceive answers in 1-5 s on two busy cores, a plan in 3-15 s).
+RESEND_AFTER_RESTART_S = 20.0
+#: Most times one request is sent again (the first on the restart itself).
+RESENDS = 3
 
 
 class SilenceWatch:
@@ -285,10 +291,28 @@ class TaskServerNode(Node):
             raise TrialAborted(f"{what} is not available ({client.srv_name})")
         servers = service_servers(self, client.srv_name)
         future = client.call_async(request)
-        return self._answer(
-            future, client.srv_name, servers, what, self.service_timeout,
-            resend=lambda: client.call_async(request),
-        )
+        box = [client]
+
+        def resend() -> Any:
+            # A fresh client: new DDS endpoints, matched afresh with the server that is there now
+            # (CI: a restarted perception never got a request sent again on the old client, whose
+            # endpoints had been matched with the dead one). Fast DDS's availability counts
+            # matched endpoints: a request sent before the match would be lost.
+            box[0] = self._renew_client(box[0])
+            box[0].wait_for_service(timeout_sec=10.0)
+            return box[0].call_async(request)
+
+        return self._answer(future, client.srv_name, servers, what, self.service_timeout, resend=resend)
+
+    def _renew_client(self, client: Any) -> Any:
+        """Replace ``client`` (one of this node's service clients) by a new one on the same service."""
+        fresh: Any = self.create_client(
+            client.srv_type, client.srv_name, callback_group=client.callback_group)
+        for name in ("reset_client", "evaluate_client", "perceive_client", "plan_client"):
+            if getattr(self, name) is client:
+                setattr(self, name, fresh)
+        self.destroy_client(client)
+        return fresh
 
     def _gone(self, service: str, servers: set[bytes], what: str) -> str:
         """Why the node that took a request on ``service`` cannot answer it any more, or ""."""
@@ -313,23 +337,32 @@ class TaskServerNode(Node):
         """Wait for ``future``; end early, with the reason, when the server left the graph.
 
         ``resend`` (for a request that may be sent twice: the trial's services are) sends the
-        request again, once, when one of the servers known at the call vanishes while another
-        stays: after a node's restart the graph can list the new instance before DDS has
-        matched our request to it, so the request reached only the dead one (seen: a restarted
-        perception never asked, the trial waiting out its 60 s).
+        request again when one of the servers known at the call vanishes while another stays:
+        after a node's restart the graph can list the new instance before DDS has matched our
+        request to it, so the request reached only the dead one (seen: a restarted perception
+        never asked, the trial waiting out its 60 s). Seen on CI too: the new instance unasked
+        after that; so, after a restart, a request still unanswered after
+        :data:`RESEND_AFTER_RESTART_S` is sent again, up to :data:`RESENDS` times in all.
         """
         done = threading.Event()
         future.add_done_callback(lambda _f: done.set())
         end = time.monotonic() + timeout
+        resends, again_at = RESENDS, math.inf
         while not done.wait(0.25):
-            if resend is not None and servers:
+            if resend is not None and servers and resends > 0:
                 now = service_servers(self, service)
-                if servers - now and servers & now:
-                    self.get_logger().info(f"{what}: a server of {service} went away; asking again")
+                restarted = bool(servers - now and servers & now)
+                if restarted or (time.monotonic() > again_at and now):
+                    self.get_logger().info(
+                        f"{what}: a server of {service} went away; asking again" if restarted
+                        else f"{what}: no answer {RESEND_AFTER_RESTART_S:.0f} s after a restart of "
+                        f"{service}'s server; asking again"
+                    )
                     future.cancel()  # sets the old event: the new future gets its own
                     future, done = resend(), threading.Event()
                     future.add_done_callback(lambda _f, event=done: event.set())
-                    servers, resend = now, None
+                    servers, resends = now, resends - 1
+                    again_at = time.monotonic() + RESEND_AFTER_RESTART_S
                     continue
             gone = self._gone(service, servers, what)
             if gone or time.monotonic() > end:
