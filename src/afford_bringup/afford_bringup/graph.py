@@ -249,6 +249,26 @@ def dds_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {var: str(config_dir() / DDS_PROFILES)}
 
 
+#: The transports a restarted node's DDS participant uses (unless the caller's environment says).
+#: Fast DDS's shared-memory transport does not survive a process killed mid-flight (the OOM
+#: killer, a crash): segments and port locks it held stay behind, and the node started in its
+#: place (the same participant slot and port) was first listed, then dropped from the graph and
+#: never answered a request (seen on two busy cores, reproduced with the restart test; Fast DDS
+#: issues 5053 and 5469). Over UDP on the loopback the restarted node shares no memory with the
+#: others: a kill leaves nothing behind for its successor or for them.
+RESPAWNED_TRANSPORTS = "UDPv4"
+
+
+def node_environment(node: NodeSpec, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables ``node`` gets on top of ``environ``: :func:`dds_environment`, and for a node
+    the graph restarts when it exits, :data:`RESPAWNED_TRANSPORTS` as Fast DDS's builtin
+    transports unless ``environ`` sets ``FASTDDS_BUILTIN_TRANSPORTS``."""
+    env = dds_environment(environ)
+    if node.respawn and not environ.get("FASTDDS_BUILTIN_TRANSPORTS"):
+        env["FASTDDS_BUILTIN_TRANSPORTS"] = RESPAWNED_TRANSPORTS
+    return env
+
+
 def load_parameters(path: Path) -> dict[str, dict[str, Any]]:
     """Read a ROS 2 params file into ``{node: {param: value}}``, rejecting what ROS would reject.
 

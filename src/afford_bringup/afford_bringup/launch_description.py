@@ -13,10 +13,10 @@ from typing import Any
 
 from afford_bringup.graph import (
     config_path,
-    dds_environment,
     get_graph,
     launch_argument_defaults,
     launch_text,
+    node_environment,
 )
 
 
@@ -35,7 +35,6 @@ def generate(graph_name: str) -> Any:
         DeclareLaunchArgument(a.name, default_value=launch_text(defaults[a.name]), description=a.description)
         for a in graph.launch_arguments
     ]
-    dds = dds_environment(os.environ) or None  # as `afford bringup` gives its nodes
     for node in graph.nodes:
         # Same order as `afford bringup`: files, then launch arguments, then the parameters the
         # graph fixes (which nothing may override).
@@ -58,7 +57,7 @@ def generate(graph_name: str) -> Any:
                 output="screen",
                 parameters=parameters,
                 remappings=list(node.remappings),
-                additional_env=dds,
+                additional_env=node_environment(node, os.environ) or None,  # as `afford bringup`
                 respawn=node.respawn,
                 respawn_delay=node.respawn_delay_s,
                 # A required node's exit ends the launch, as it ends `afford bringup`.

@@ -36,7 +36,7 @@ from typing import IO, Any
 
 import yaml
 
-from afford_bringup.graph import GRAPHS, GraphSpec, NodeSpec, dds_environment, ros_args
+from afford_bringup.graph import GRAPHS, GraphSpec, NodeSpec, dds_environment, node_environment, ros_args
 
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -242,6 +242,7 @@ class GraphRunner:
 
     def _start(self, node: NodeSpec, cmd: list[str]) -> _Running:
         env = self.environment()
+        env.update(node_environment(node, env))
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,

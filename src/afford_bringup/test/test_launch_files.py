@@ -181,9 +181,13 @@ def test_launched_nodes_read_the_stacks_dds_profiles_unless_the_caller_names_a_f
     the name the lab image's Fast DDS 2 (Jazzy) reads."""
     monkeypatch.delenv("FASTRTPS_DEFAULT_PROFILES_FILE", raising=False)
     monkeypatch.setenv("ROS_DISTRO", "jazzy")
+    monkeypatch.delenv("FASTDDS_BUILTIN_TRANSPORTS", raising=False)
     nodes, _ = _nodes_and_args(_load("fr3_real"), {})
     want = {"FASTRTPS_DEFAULT_PROFILES_FILE": str(g.config_dir() / g.DDS_PROFILES)}
-    assert all(n.kwargs["additional_env"] == want for n in nodes)
+    udp = {"FASTDDS_BUILTIN_TRANSPORTS": g.RESPAWNED_TRANSPORTS}
+    assert {n.kwargs["name"] for n in nodes if n.kwargs["respawn"]} == {"perception", "planner"}
+    assert all(n.kwargs["additional_env"] == (want | udp if n.kwargs["respawn"] else want) for n in nodes)
     monkeypatch.setenv("FASTRTPS_DEFAULT_PROFILES_FILE", "/etc/lab/fastdds.xml")
+    monkeypatch.setenv("FASTDDS_BUILTIN_TRANSPORTS", "DEFAULT")
     nodes, _ = _nodes_and_args(_load("fr3_real"), {})
     assert all(n.kwargs["additional_env"] is None for n in nodes)

@@ -237,6 +237,30 @@ def test_the_sim_graph_discovers_on_localhost_only_unless_the_caller_says(
     assert GraphRunner(GRAPHS["fr3_sim"]).environment()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET"
 
 
+def test_a_node_the_graph_restarts_talks_dds_over_udp_unless_the_caller_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Perception and the planner, restarted when they exit, use Fast DDS over UDP only: a node
+    killed mid-flight leaves shared-memory state behind that its successor in the same slot
+    never got past (reproduced: the restarted perception dropped from the graph, every trial
+    after it refused). The nodes that are not restarted keep Fast DDS's default transports; a
+    choice of the caller's is kept for every node."""
+    from afford_bringup.graph import RESPAWNED_TRANSPORTS, node_environment
+
+    monkeypatch.delenv("FASTDDS_BUILTIN_TRANSPORTS", raising=False)
+    for name in ("fr3_sim", "fr3_real"):
+        graph = GRAPHS[name]
+        env = GraphRunner(graph).environment()
+        restarted = {n.name for n in graph.nodes if n.respawn}
+        assert {"perception", "planner"} <= restarted
+        for node in graph.nodes:
+            got = node_environment(node, env).get("FASTDDS_BUILTIN_TRANSPORTS")
+            assert got == (RESPAWNED_TRANSPORTS if node.name in restarted else None), node.name
+    monkeypatch.setenv("FASTDDS_BUILTIN_TRANSPORTS", "SHM")
+    env = GraphRunner(GRAPHS["fr3_sim"]).environment()
+    assert all("FASTDDS_BUILTIN_TRANSPORTS" not in node_environment(n, env) for n in GRAPHS["fr3_sim"].nodes)
+
+
 def test_the_graphs_nodes_read_the_stacks_dds_profiles_unless_the_caller_names_a_file(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
