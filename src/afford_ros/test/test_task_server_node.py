@@ -253,40 +253,42 @@ rclpy.spin(node)
 """
 
 
-def _stand_in(script: str) -> subprocess.Popen[str]:
-    """A stand-in node run from ``script``, once it says READY (its services are up)."""
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+# A perception that lets the first requests it gets (argv[1], default 1) go unanswered and
+# answers every later one, saying which: the new instance of a restarted node that DDS had not
+# yet matched to the first request.
+_SECOND_ASKING = """
+import sys, time, rclpy
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
+from afford_interfaces.srv import Perceive
+IGNORE = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+rclpy.init()
+node = rclpy.create_node("perception")
+seen = []
+def handle(req, res):
+    seen.append(req)
+    asking = len(seen)
+    if asking <= IGNORE:
+        time.sleep(600)
+    res.success, res.reason = False, f"asking {asking} answered"
+    return res
+node.create_service(Perceive, "/perception/perceive", handle, callback_group=ReentrantCallbackGroup())
+print("READY", flush=True)
+executor = MultiThreadedExecutor(num_threads=4)
+executor.add_node(node)
+executor.spin()
+"""
+
+
+def _stand_in(script: str, *args: str) -> subprocess.Popen[str]:
+    """A stand-in node run from ``script`` (with ``args``), once it says READY (its services are up)."""
+    proc = subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
     return proc
 
 
 def _slow_perception() -> subprocess.Popen[str]:
     return _stand_in(_SLOW_PERCEPTION)
-
-
-# A restarted perception that leaves the first ``IGNORE`` requests it gets unanswered.
-_DEAF_PERCEPTION = """
-import sys, threading, time, rclpy
-from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
-from afford_interfaces.srv import Perceive
-IGNORE = int(sys.argv[1])
-rclpy.init()
-node = rclpy.create_node("perception")
-got = []
-def serve(req, res):
-    got.append(1)
-    print("GOT", len(got), flush=True)
-    if len(got) <= IGNORE:
-        time.sleep(600)
-    res.success, res.reason = False, f"answered request {len(got)}"
-    return res
-node.create_service(Perceive, "/perception/perceive", serve, callback_group=ReentrantCallbackGroup())
-print("READY", flush=True)
-executor = MultiThreadedExecutor(num_threads=4)
-executor.add_node(node)
-executor.spin()
-"""
 
 
 def test_a_request_a_restarted_server_leaves_unanswered_is_sent_again_on_a_fresh_client(
@@ -310,17 +312,14 @@ def test_a_request_a_restarted_server_leaves_unanswered_is_sent_again_on_a_fresh
         assert node.perceive_client.wait_for_service(timeout_sec=60.0)
         old.kill()
         old.wait(timeout=10)
-        new = subprocess.Popen(
-            [sys.executable, "-c", _DEAF_PERCEPTION, "2"], stdout=subprocess.PIPE, text=True)
-        procs.append(new)
-        assert new.stdout is not None and new.stdout.readline().strip() == "READY"
+        procs.append(_stand_in(_SECOND_ASKING, "2"))
         end = time.monotonic() + 15.0  # both listed: the killed one until its lease runs out (~20 s)
         while time.monotonic() < end and len(service_servers(node, "/perception/perceive")) < 2:
             time.sleep(0.1)
         assert len(service_servers(node, "/perception/perceive")) == 2, "the dead instance left too soon"
         first = node.perceive_client
         answer = node._call(first, Perceive.Request(sentence="pick up the mug"), "perception")
-        assert answer.reason == "answered request 3", answer.reason
+        assert answer.reason == "asking 3 answered", answer.reason
         assert node.perceive_client is not first  # the trial's later calls use the fresh client
     finally:
         for p in procs:
@@ -478,34 +477,10 @@ def test_an_execute_goal_never_answered_stops_the_arm_and_names_the_planner(
             p.wait(timeout=10)
 
 
-# A perception that lets the first request it gets go unanswered and answers every later one:
-# the new instance of a restarted node that DDS had not yet matched to the first request.
-_SECOND_ASKING = """
-import threading, time, rclpy
-from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
-from afford_interfaces.srv import Perceive
-rclpy.init()
-node = rclpy.create_node("perception")
-seen = []
-def handle(req, res):
-    seen.append(req)
-    if len(seen) == 1:
-        time.sleep(600)
-    res.success, res.reason = False, "second asking answered"
-    return res
-node.create_service(Perceive, "/perception/perceive", handle, callback_group=ReentrantCallbackGroup())
-print("READY", flush=True)
-executor = MultiThreadedExecutor(num_threads=4)
-executor.add_node(node)
-executor.spin()
-"""
-
-
 def test_a_request_is_asked_again_when_one_of_its_servers_vanishes(real_task_server: Any) -> None:
     """Two instances serve perception when the request goes out (a killed one still listed
     until its DDS lease ends, and its restarted successor); the request reaches only the dead
-    one. When the dead one leaves the graph, the request is sent again, once, and the live one
+    one. When the dead one leaves the graph, the request is sent again, and the live one
     answers: the trial does not wait out its service timeout."""
     from afford_interfaces.srv import Perceive
 
@@ -532,7 +507,7 @@ def test_a_request_is_asked_again_when_one_of_its_servers_vanishes(real_task_ser
         dead.kill()
         thread.join(timeout=90)
         assert "answer" in box, "the request was not asked again"
-        assert box["answer"].reason == "second asking answered"
+        assert box["answer"].reason == "asking 2 answered"
         assert time.monotonic() - started < 60, "it waited for a timeout, not for the dead server"
     finally:
         for p in (dead, live):

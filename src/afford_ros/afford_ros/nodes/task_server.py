@@ -291,16 +291,17 @@ class TaskServerNode(Node):
             raise TrialAborted(f"{what} is not available ({client.srv_name})")
         servers = service_servers(self, client.srv_name)
         future = client.call_async(request)
-        box = [client]
+        current = client
 
         def resend() -> Any:
+            nonlocal current
             # A fresh client: new DDS endpoints, matched afresh with the server that is there now
             # (CI: a restarted perception never got a request sent again on the old client, whose
             # endpoints had been matched with the dead one). Fast DDS's availability counts
             # matched endpoints: a request sent before the match would be lost.
-            box[0] = self._renew_client(box[0])
-            box[0].wait_for_service(timeout_sec=10.0)
-            return box[0].call_async(request)
+            current = self._renew_client(current)
+            current.wait_for_service(timeout_sec=10.0)
+            return current.call_async(request)
 
         return self._answer(future, client.srv_name, servers, what, self.service_timeout, resend=resend)
 
