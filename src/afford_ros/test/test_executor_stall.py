@@ -7,7 +7,8 @@ happens: the node's real limit checks run, then sleep past the 20 ms lead before
 node is the real one, built in this process with its plug-in driver registry holding a driver
 that records what it is asked to start (the robot is the boundary: the franky path is covered by
 ``test_executor_node.py`` against franky-sim). Chunks are handed to the node's subscription
-callback directly, as the stream's callback group would.
+callback directly, as the stream's callback group would. The same harness times a chunk's
+arrival against the running one's end (a late continuation).
 """
 
 from __future__ import annotations
@@ -220,3 +221,45 @@ def test_a_stall_past_the_start_delay_is_not_absorbed(node: Any, monkeypatch: py
     assert stall.count == executor._STALL_TRIES
     assert node.driver.starts == []
     assert node._stream is None
+
+
+def test_a_late_chunk_that_starts_after_the_running_one_ends_is_retimed_as_from_rest(
+    node: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A policy's chunks run end to end (each sends the arm one period on from where the one
+    before leaves it). A chunk that comes late in the last moments of the running one, behind a
+    stream already re-timed from rest past _MAX_STREAM_DELAY, starts where that one leaves the
+    arm: it is re-timed whole, as from rest. Before, its first target was dropped and its second
+    refused as a jump of the whole step from the held arm. The lead is widened to 0.2 s here so
+    the window (the lead's length, before the running chunk's end) does not hang on this
+    machine's scheduling."""
+    from afford_ros.nodes import executor
+
+    monkeypatch.setattr(executor, "_STREAM_LEAD", 0.2)
+    step = np.zeros(7)
+    step[0] = 0.08  # one period's step, over the 0.05 rad a first target may lie off
+    first = _chunk(node, [step * 0, step], lead=0.2)  # from rest, as the policy sends it
+    _age(first, 0.5)  # delivered 0.5 s late: re-timed from rest, the stream 0.5 s behind
+    node._on_targets(first)
+    driver: RecordingDriver = node.driver
+    assert len(driver.starts) == 1 and node._stream_delay > executor._MAX_STREAM_DELAY
+    end = node._stream[0][-1]
+    # Now 0.1 s before the running chunk ends, its continuation comes 0.1 s later than the
+    # stream's delay covers: its first target would be due 0.1 s from now, under the lead.
+    time.sleep(max(0.0, end - 0.1 - time.monotonic()))
+    second = _chunk(node, [step, step * 2], lead=0.2, period=0.3)  # its second target past the lead
+    _age(second, 0.2 - 0.1 + node._stream_delay)
+    errors: list[str] = []
+    node._report = lambda kind, message: errors.append(f"{kind}: {message}")
+    node._on_targets(second)
+    assert not errors, errors
+    assert len(driver.starts) == 2, "the continuation was not started"
+    _, times, qs = driver.starts[1]
+    np.testing.assert_allclose(qs[0], Q_REST + step)  # whole: its first target kept
+    assert times[0] >= executor._STREAM_LEAD - 1e-6
+
+
+def _age(msg: Any, seconds: float) -> None:
+    """Stamp ``msg`` as sent ``seconds`` ago."""
+    ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec - int(seconds * 1e9)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000

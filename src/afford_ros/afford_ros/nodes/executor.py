@@ -15,8 +15,8 @@ named by ``robot`` (its description: joints, limits, gripper). It
 - takes a stream of joint targets on ``/executor/joint_targets`` (chunks of a policy's actions
   at its control rate; point times count from the header stamp, which a chunk must carry): a
   chunk delayed on a busy machine is re-timed, its stream running up to ``_MAX_STREAM_DELAY``
-  behind its stamps, or ``_MAX_START_DELAY`` for a chunk that comes while the arm is still
-  (later, its part already in the past is dropped); it then
+  behind its stamps, or ``_MAX_START_DELAY`` for a chunk that comes while the arm is still or
+  starts after the running chunk ends (later, its part already in the past is dropped); it then
   passes the same limit checks, measured from where the running chunk is sending the arm now
   (the arm lags that setpoint; a jump is measured from it; the first target must lie where the
   running chunk sends the arm by that target's time) or from the measured joints when no chunk
@@ -151,12 +151,13 @@ from the measured arm: a stream delayed longer would still be moving the arm the
 chunk would start short of where the running one sends it."""
 _MAX_START_DELAY = 1.0
 """A chunk that comes late while the arm is still (no stream runs, or the running one holds its
-last target) is re-timed up to this (s), past :data:`_MAX_STREAM_DELAY`: the arm has not moved
-since its sender saw it (the start check against the measured joints makes sure), so the whole
-chunk runs as sent, only later, rather than its first targets dropped and the next refused as a
-jump from rest. Two busy cores delivered a stream's first chunk 0.59 s late (a policy's first
-inference, a simulator's first steps). Older, a sender's view of the scene is too stale to act on
-whole: its overdue targets are dropped as past :data:`_MAX_STREAM_DELAY`."""
+last target, or will before the chunk can start) is re-timed up to this (s), past
+:data:`_MAX_STREAM_DELAY`: the arm has not moved since its sender saw it, or rests where the
+chunk's sender sent it (the start check makes sure), so the whole chunk runs as sent, only
+later, rather than its first targets dropped and the next refused as a jump. Two busy cores
+delivered a stream's first chunk 0.59 s late (a policy's first inference, a simulator's first
+steps). Older, a sender's view of the scene is too stale to act on whole: its overdue targets
+are dropped as past :data:`_MAX_STREAM_DELAY`."""
 _POLL_PERIOD = 0.01  # s between looks at a running trajectory (stop, cancel, progress)
 _STOP_FIRST = "a stop came after it was checked"
 _STALLED = "this process stalled between its checks and its start"
@@ -606,7 +607,13 @@ class ExecutorNode(Node):
             # measured joints. Past _MAX_STREAM_DELAY (_MAX_START_DELAY when the arm is still),
             # only the targets after the lead are taken (a long chunk's later part may still fit).
             late = _STREAM_LEAD - times[0]
-            still = running is None or now >= running[0][-1]  # the arm holds where it is
+            # The arm holds where it is, or will by the time a re-timed chunk can start (_STREAM_LEAD
+            # from now): a chunk that continues the running one and comes in the last 20 ms of it
+            # starts where that one leaves the arm, as from rest. Otherwise, behind a stream already
+            # re-timed from rest past _MAX_STREAM_DELAY, its first target was dropped and the next
+            # refused as a jump of one whole step (as the ACT graph test met once, 0.102 rad, on a
+            # machine loaded past CI's).
+            still = running is None or now + _STREAM_LEAD >= running[0][-1]
             if late > 0.0 and delay + late <= (_MAX_START_DELAY if still else _MAX_STREAM_DELAY):
                 times = times + late
                 delay += late
