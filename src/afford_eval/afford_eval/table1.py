@@ -16,8 +16,9 @@ Layout of a run directory::
                                         --report DIR`` rebuilds it)
 
 Re-running the command resumes: stored records are kept, the rest are run. A config that only
-adds tasks to the stored one (the benchmark grew: ``--tier all`` now names more) extends the run:
-the new tasks' rollouts are run and join the report; any other difference is refused.
+adds tasks to the stored one (the benchmark grew: ``--tier all`` now names more) or sources (a
+run of the perceiving columns completed by the others) extends the run: the new rollouts are run
+and join the report; any other difference is refused.
 Rollouts are independent, so they run on the local cores
 (``--executor local``, spawned processes) or on a Ray cluster (``--executor ray``, with
 ``--ray-address`` or a local instance of ``--jobs`` CPUs) through the same function.
@@ -165,10 +166,14 @@ def _randomization_lines(config: Table1Config) -> list[str]:
 
 
 def extends(stored: Table1Config, config: Table1Config) -> bool:
-    """Whether ``config`` is ``stored`` with tasks added (and none dropped): the same sources,
-    rollouts, arm, seeds and randomization, so the stored records stay what it would run."""
-    same = asdict(stored) | {"tasks": ()} == asdict(config) | {"tasks": ()}
-    return same and set(stored.tasks) < set(config.tasks)
+    """Whether ``config`` is ``stored`` with tasks or sources added (none dropped): the same
+    rollouts, arm, seeds and randomization, so the stored records stay what it would run (a
+    source's rollout does not depend on which other sources run)."""
+    grows = {"tasks": (), "sources": ()}
+    same = asdict(stored) | grows == asdict(config) | grows
+    tasks, sources = set(stored.tasks), set(stored.sources)
+    return (same and tasks <= set(config.tasks) and sources <= set(config.sources)
+            and (tasks, sources) != (set(config.tasks), set(config.sources)))
 
 
 def _open(run_dir: Path, config: Table1Config) -> None:
@@ -178,10 +183,10 @@ def _open(run_dir: Path, config: Table1Config) -> None:
         if stored == config:
             return
         if extends(stored, config):
-            write_json(path, config.as_dict())  # the new tasks join; every stored record stays
+            write_json(path, config.as_dict())  # the new tasks or sources join; every record stays
             return
         raise ValueError(f"{run_dir} holds another run ({stored}); choose another --out, or name every "
-                         "task it holds (a run is extended by new tasks only)")
+                         "task and source it holds (a run is extended by new tasks or sources only)")
     if run_dir.exists() and any(run_dir.iterdir()):
         raise ValueError(f"{run_dir} is not empty and holds no table1 config; choose another --out")
     write_json(path, config.as_dict())

@@ -172,9 +172,10 @@ def test_the_ray_executor_runs_the_same_rollouts(tmp_path: Path) -> None:
         assert a[key] == b[key], key
 
 
-def test_a_run_is_extended_by_new_tasks_and_nothing_else(tmp_path: Path) -> None:
+def test_a_run_is_extended_by_new_tasks_or_sources_and_nothing_else(tmp_path: Path) -> None:
     """The benchmark grows task by task: `--tier all` on a stored run then names more tasks, and
-    runs only theirs. Dropping a task, or any other change, is another run."""
+    runs only theirs; a run of some sources is completed by the others. Dropping a task or a
+    source, or any other change, is another run."""
     from afford_eval.table1 import _open, extends
 
     base = Table1Config(tasks=("pour-paper-cup-v1", "pick-cube-v1"), sources=("manual",), rollouts=2)
@@ -189,8 +190,16 @@ def test_a_run_is_extended_by_new_tasks_and_nothing_else(tmp_path: Path) -> None
     _open(out, base)
     _open(out, more)
     assert Table1Config.from_dict(json.loads((out / "config.json").read_text())) == more
-    with pytest.raises(ValueError, match="extended by new tasks only"):
+    with pytest.raises(ValueError, match="extended by new tasks or sources only"):
         _open(out, base)
+    # Sources: added (with or without tasks) extends; dropped, or swapped for another, does not.
+    both = Table1Config(tasks=more.tasks, sources=("manual", "affordance_learned"), rollouts=2)
+    assert extends(more, both) and extends(base, both) and not extends(both, more)
+    assert not extends(more, Table1Config(tasks=more.tasks, sources=("affordance_learned",), rollouts=2))
+    _open(out, both)
+    assert Table1Config.from_dict(json.loads((out / "config.json").read_text())) == both
+    with pytest.raises(ValueError, match="extended by new tasks or sources only"):
+        _open(out, more)
 
 
 def test_a_run_resumed_with_other_affordance_weights_is_refused(tmp_path: Path,
