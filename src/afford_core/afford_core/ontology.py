@@ -375,8 +375,9 @@ CATEGORIES: dict[str, Category] = {
             {"lid": ("support",), "knob": ("grasp_handle", "press")},
             "knob",
             synonyms=("lid",),
-            # A lid's knob is what people call its handle ("take the lid by its little handle").
-            part_synonyms={"knob": ("handle",)},
+            # A lid's knob is what people call its handle ("take the lid by its little handle"),
+            # and its rim is the lid itself (it has no rim of its own to hold).
+            part_synonyms={"knob": ("handle",), "lid": ("rim", "edge", "lip")},
             covers=True,
         ),
         _c(
@@ -478,7 +479,7 @@ CATEGORIES: dict[str, Category] = {
 
 # Words for parts shared across categories.
 PART_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "handle": ("handle", "grip", "handgrip", "shaft", "stem", "where you hold it"),
+    "handle": ("handle", "grip", "handgrip", "shaft", "stem", "where you hold it", "loop"),
     "body": ("body", "side", "outside", "wall", "middle"),
     "rim": ("rim", "edge", "lip", "opening", "mouth", "top edge"),
     "spout": ("spout", "nozzle", "snout"),

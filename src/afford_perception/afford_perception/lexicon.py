@@ -208,6 +208,10 @@ class Marker:
 _GRASP = Marker("grasp")
 MARKERS: dict[str, Marker] = {
     **dict.fromkeys(("by", "at", "with", "using", "holding", "by means of"), _GRASP),
+    # "holding it at the lip", "gripping them by the handles": the pronoun is the object again.
+    **dict.fromkeys((f"{verb} {pronoun} {prep}" for verb in ("holding", "gripping", "grasping")
+                     for pronoun in ("it", "them") for prep in ("by", "at", "from", "in", "around", "on")),
+                    _GRASP),
     **dict.fromkeys(("on", "upon", "over", "atop"), Marker("destination", "on")),
     **dict.fromkeys(("onto", "on to", "on top of"), Marker("destination", "on", directional=True)),
     **dict.fromkeys(("in", "inside", "inside of", "within"), Marker("destination", "in")),
@@ -235,6 +239,21 @@ MARKERS: dict[str, Marker] = {
 MARKER_INDEX: PhraseIndex[Marker] = PhraseIndex(MARKERS.items())
 
 # Words that split a sentence into clauses.
+#: Where on a part a person says to hold it, after the part ("the loop on the side", "the knob
+#: in the middle", "the handle on top"): said of the part already named, not of another thing.
+PART_LOCATIVES: frozenset[str] = frozenset(
+    {"top", "the top", "the side", "the sides", "either side", "each side", "both sides", "its side",
+     "its sides", "the middle", "the end", "the front", "the back", "one side", "the outside"}
+)
+#: What a person calls a part the object has under another name: a bottle's "lid" or "top" is its
+#: cap, a coffee can's "cap" its lid, a leek's "stem" its stalk. Tried in order, only when the
+#: object has no part of the name said.
+PART_ALTERNATES: dict[str, tuple[str, ...]] = {
+    "lid": ("cap",), "cap": ("lid",), "top": ("cap",), "stem": ("stalk",), "stalk": ("stem",),
+}
+#: Words after a part that name the part again ("the handle end", "the lid part").
+PART_HEADS: frozenset[str] = frozenset({"end", "part", "bit", "area", "section", "portion", "region"})
+
 CLAUSE_BREAKS: PhraseIndex[str] = PhraseIndex(
     (p, p) for p in (",", "and", "then", "and then", "after that", "afterwards", "finally", "but",
                      "while", "and finally")

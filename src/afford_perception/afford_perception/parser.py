@@ -589,6 +589,17 @@ class _Parser:
             if hit is not None and i + hit[0] < len(rest) and lx.MARKER_INDEX.match(rest, i + hit[0]) is None:
                 n, (marker,) = hit[0], hit[1][:1]
                 words = " ".join(rest[i : i + n])
+                ahead = self._up_to_marker(rest, i + n)
+                if ac.grasp and current is ac.grasp[-1] and current and words in ("on", "in", "at") \
+                        and " ".join(self._strip_trailing(ahead)) in lx.PART_LOCATIVES:
+                    # "by the loop on the side": where on the part just named, not another thing.
+                    i += n + len(ahead)
+                    continue
+                if words in ("around", "from") and ac.sense.action in (NextAction.PICK, NextAction.PLACE) \
+                        and self._names_parts(ahead):
+                    # "lift the mug around its body", "take the bowl from the top edge": a part
+                    # of the object to hold, not a relation to, or a place to take it from.
+                    marker = lx.MARKERS["by"]
                 if marker.slot == "unsupported":
                     raise self.fail(ParseErrorKind.UNSUPPORTED,
                                     f"the relation '{words}' in '{self.text}' is not supported: say where "
@@ -669,6 +680,13 @@ class _Parser:
                 if dest_next or (end < len(tokens) and lx.RESULT_LINKS.match(tokens, end) is not None):
                     return end - i
         return 0
+
+    def _names_parts(self, tokens: list[str]) -> bool:
+        """Whether a phrase names parts only: it has nouns, and each names a part and nothing
+        else ("from the bowl" is a place for a scoop, "around the bowl" a relation to one)."""
+        content = self._strip_trailing([t for t in tokens if t not in lx.DETERMINERS])
+        spans = self._spans(content)
+        return bool(spans) and all(all(x.kind == "part" for x in senses) for _, _, senses in spans)
 
     @staticmethod
     def _up_to_marker(tokens: list[str], start: int) -> list[str]:
@@ -852,6 +870,10 @@ class _Parser:
             if suffixed:
                 raise self.fail(ParseErrorKind.AMBIGUOUS,
                                 f"which {words} of the {_human(cat)} in '{self.text}': {_join(suffixed)}?")
+        for name in [*names, words]:
+            other = next((p for p in lx.PART_ALTERNATES.get(name, ()) if p in category.parts), None)
+            if other is not None:
+                return other
         raise self.fail(ParseErrorKind.UNKNOWN_PART,
                         f"the {_human(cat)} has no {words} ('{self.text}'); {_human(cat)} parts: "
                         f"{_join(category.parts)}")
@@ -880,6 +902,8 @@ class _Parser:
                             f"'{whole}' in '{self.text}' names several parts; name one")
         if parts:
             a, b, senses = parts[0]
+            if content[b:] and all(t in lx.PART_HEADS for t in content[b:]):
+                content = content[:b]  # "the handle end": the handle
             self._check_trailing(content, content, b, " ".join(content[a:b]))
             return self._part_of(cat, senses, " ".join(content[a:b]), context)
         if objects:
