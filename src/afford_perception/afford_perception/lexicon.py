@@ -251,6 +251,25 @@ PART_LOCATIVES: frozenset[str] = frozenset(
 PART_ALTERNATES: dict[str, tuple[str, ...]] = {
     "lid": ("cap",), "cap": ("lid",), "top": ("cap",), "stem": ("stalk",), "stalk": ("stem",),
 }
+#: Nouns that stand for a part a description then says the use of ("the bit you hold", "the end
+#: you hit nails with", "the part the water pours out of").
+PART_PLACEHOLDERS: frozenset[str] = frozenset(
+    {"bit", "part", "end", "piece", "thing", "side", "area", "section", "spot"}
+)
+#: Words that start such a description after a part's name ("the edge you drink from").
+RELATIVE_WORDS: frozenset[str] = frozenset({"you", "that", "which", "where", "we", "people", "one"})
+#: What a part is for, said by a verb of its description: the affordances it offers, in order of
+#: preference (a thing you hold has a handle for it, or else a body).
+USE_VERBS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("hold", "holds", "held", "grip", "grips", "carry", "carries"),
+                    ("grasp_handle", "grasp_body")),
+    **dict.fromkeys(("pour", "pours", "poured", "comes", "drink", "drinks", "sip"), ("pour_out",)),
+    **dict.fromkeys(("fill", "fills"), ("pour_in",)),
+    **dict.fromkeys(("hit", "hits", "strike", "strikes", "bang", "bangs", "pound", "pounds", "knock"),
+                    ("press",)),
+    **dict.fromkeys(("scoop", "scoops"), ("contain",)),
+    **dict.fromkeys(("hook", "hooks", "hang", "hangs", "loop"), ("hang",)),
+}
 #: Words after a part that name the part again ("the handle end", "the lid part").
 PART_HEADS: frozenset[str] = frozenset({"end", "part", "bit", "area", "section", "portion", "region"})
 

@@ -884,6 +884,9 @@ class _Parser:
         whole = " ".join(content)
         if not content:
             raise self.fail(ParseErrorKind.INCOMPLETE, f"the {role} in '{self.text}' names no part")
+        by_use = self._part_by_use(cat, content)
+        if by_use is not None:
+            return by_use
         spans = self._spans(content)
         # In a part slot a word that is both ("bowl", "hook") means the part, unless another
         # word names the part ("by the bowl's rim").
@@ -904,6 +907,13 @@ class _Parser:
             a, b, senses = parts[0]
             if content[b:] and all(t in lx.PART_HEADS for t in content[b:]):
                 content = content[:b]  # "the handle end": the handle
+            elif content[b:] and content[b] in lx.RELATIVE_WORDS:
+                # "the edge you drink from": the part, if what the description says it is for
+                # is something it offers; otherwise the words after it are not understood.
+                part = self._part_of(cat, senses, " ".join(content[a:b]), context)
+                offered = CATEGORIES[cat].affordances.get(part, ())
+                if any(a in offered for t in content[b:] for a in lx.USE_VERBS.get(t, ())):
+                    return part
             self._check_trailing(content, content, b, " ".join(content[a:b]))
             return self._part_of(cat, senses, " ".join(content[a:b]), context)
         if objects:
@@ -919,6 +929,22 @@ class _Parser:
                             f"the {_human(cat)} has no part called '{query}' ({note}) in '{self.text}'; "
                             f"{_human(cat)} parts: {_join(CATEGORIES[cat].parts)}")
         return choice
+
+    @staticmethod
+    def _part_by_use(cat: str, content: list[str]) -> str | None:
+        """The part a description by use names ("the bit you hold", "the end you hit nails
+        with"): a placeholder noun, then a verb of what the part is for, which exactly one part of
+        ``cat`` offers; None otherwise (several parts offer it: not guessed)."""
+        heads = [t for t in content if t not in lx.MODIFIERS]
+        if len(heads) < 2 or heads[0] not in lx.PART_PLACEHOLDERS:
+            return None
+        info = CATEGORIES[cat]
+        for word in heads[1:]:
+            for affordance in lx.USE_VERBS.get(word, ()):
+                parts = info.parts_with(affordance)
+                if parts:
+                    return parts[0] if len(parts) == 1 else None
+        return None
 
     # ----------------------------------------------------------------- embedding fallback
 
