@@ -286,6 +286,9 @@ KEEP_CLEAR_OPENERS: dict[str, bool] = {
          "avoid", "avoiding", "avoid touching", "avoiding touching", "do not touch", "do not grab",
          "do not grasp", "do not hold", "not touching", "never touch", "stay away from",
          "staying away from", "not by", "but not by", "not at"), False),
+    # "lift the basket from the sides, not the handle": a part named after a bare "not".
+    **dict.fromkeys((f"{no} {the}" for no in ("not", "but not", "and not")
+                     for the in ("the", "its", "their")), False),
     **dict.fromkeys(("keep", "keeping", "leave", "leaving"), True),
 }
 KEEP_CLEAR_INDEX: PhraseIndex[bool] = PhraseIndex(KEEP_CLEAR_OPENERS.items())

@@ -445,6 +445,19 @@ def test_a_use_that_several_parts_or_not_the_named_part_offer_is_refused(text: s
     assert fragment in str(err.value), str(err.value)
 
 
+@pytest.mark.parametrize("text", [
+    "lift the basket from the sides, not the handle",
+    "pick up the basket by the body and not its handle",
+])
+def test_a_part_after_a_bare_not_is_kept_clear(text: str) -> None:
+    """", not the handle" says where not to hold, as "without touching the handle" does; a
+    bare "not" before a verb still says what not to do, and is refused as before."""
+    intent = parse(text, config=NO_EMBEDDINGS)
+    assert (intent.grasp_region, tuple(intent.keep_clear)) == ("body", ("handle",))
+    with pytest.raises(TaskParseError, match="says what not to do"):
+        parse("move the paper cup over, not sliding it", config=NO_EMBEDDINGS)
+
+
 @pytest.mark.parametrize(("text", "fragment"), [
     ("take the scoop from the bowl", None),  # the bowl is a thing it is in: a source, the grasp default
     ("put the cube around the bowl", "relation 'around'"),  # around a thing: still a relation
