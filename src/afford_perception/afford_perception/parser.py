@@ -595,10 +595,12 @@ class _Parser:
                     # "by the loop on the side": where on the part just named, not another thing.
                     i += n + len(ahead)
                     continue
-                if words in ("around", "from") and ac.sense.action in (NextAction.PICK, NextAction.PLACE) \
-                        and self._names_parts(ahead):
-                    # "lift the mug around its body", "take the bowl from the top edge": a part
-                    # of the object to hold, not a relation to, or a place to take it from.
+                action = ac.sense.action
+                if ((words in ("around", "from") and action in (NextAction.PICK, NextAction.PLACE))
+                        or (words == "in" and action is NextAction.PICK)) and self._names_parts(ahead):
+                    # "lift the mug around its body", "take the bowl from the top edge", "grab the
+                    # carrot in the middle": a part of the object to hold, not a relation to, or a
+                    # place to take it from (a pick names no place to put it in).
                     marker = lx.MARKERS["by"]
                 if marker.slot == "unsupported":
                     raise self.fail(ParseErrorKind.UNSUPPORTED,

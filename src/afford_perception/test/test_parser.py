@@ -402,6 +402,7 @@ def test_a_wording_that_could_mean_two_parts_or_none_is_refused(text: str, fragm
     ("take the soup can by its cap", "soup_can", "lid"),
     ("lift the leek by the stem", "leek", "stalk"),
     ("pick the lid up by its edge", "lid", "lid"),  # a lid has no rim but itself
+    ("grab the bottle in the middle", "bottle", "body"),  # a pick names no place to put it in
 ])
 def test_a_part_held_as_people_say_it_is_that_part(text: str, target: str, part: str) -> None:
     """How people name where to hold a thing beyond "by the X": around it, from it, holding it
@@ -463,6 +464,7 @@ def test_a_part_after_a_bare_not_is_kept_clear(text: str) -> None:
     ("put the cube around the bowl", "relation 'around'"),  # around a thing: still a relation
     ("pick up the pot by the rim", "the pot has no rim"),  # no alternate part: a pot's rim is no lid
     ("hang the mug around the hook", "relation 'around'"),
+    ("put the cube in the middle", "could belong to"),  # a place: where, not a part to hold
 ])
 def test_around_and_from_a_thing_are_not_read_as_a_part(text: str, fragment: str | None) -> None:
     """"around" and "from" name a part to hold only when what follows names parts and nothing
