@@ -281,6 +281,9 @@ class _ActionClause:
 _PUT_TO_STATE = frozenset({"pop", "get", "swing", "flip", "prop"})
 
 
+#: Verbs of a clause that only says how to hold what the action before it named.
+_HOLD_VERBS = frozenset({"hold", "grip", "grasp", "grab", "take"})
+
 #: Words that make a sentence a request whatever its grammar.
 _REQUEST_WORDS = frozenset({"please", "pls", "plz"})
 #: A clause that starts so says what not to do ("do not" as two words, as tokenized).
@@ -365,6 +368,11 @@ class _Parser:
                     and lx.MARKER_INDEX.match(clause, link[0]) is not None:
                 # "move the bowl, so that it sits on the plate": the destination of that action.
                 self._fill_slots(actions[-1], clause[link[0]:], continuing=True)
+                continue
+            if previous == "action" and len(clause) > 3 and clause[0] in _HOLD_VERBS \
+                    and clause[1] in ("it", "them") and clause[2] in ("by", "at", "around"):
+                # "hand me the hammer, hold it by the grip": how to hold the thing just named.
+                self._fill_slots(actions[-1], ["by", *clause[3:]], continuing=True)
                 continue
             opener = lx.KEEP_CLEAR_INDEX.match(clause, 0)
             verb = lx.VERB_INDEX.match(clause, 0)

@@ -403,6 +403,7 @@ def test_a_wording_that_could_mean_two_parts_or_none_is_refused(text: str, fragm
     ("lift the leek by the stem", "leek", "stalk"),
     ("pick the lid up by its edge", "lid", "lid"),  # a lid has no rim but itself
     ("grab the bottle in the middle", "bottle", "body"),  # a pick names no place to put it in
+    ("pick up the kettle, hold it by the handle", "kettle", "handle"),  # a clause that says how
 ])
 def test_a_part_held_as_people_say_it_is_that_part(text: str, target: str, part: str) -> None:
     """How people name where to hold a thing beyond "by the X": around it, from it, holding it
@@ -444,6 +445,14 @@ def test_a_use_that_several_parts_or_not_the_named_part_offer_is_refused(text: s
     with pytest.raises(TaskParseError) as err:
         parse(text, config=NO_EMBEDDINGS)
     assert fragment in str(err.value), str(err.value)
+
+
+def test_a_clause_saying_how_to_hold_is_the_grasp_of_the_action_before() -> None:
+    """"..., hold it by the handle" after a place is how to hold the thing it moves, not a
+    second task."""
+    intent = parse("put the mug on the tray and hold it by the handle", config=NO_EMBEDDINGS)
+    assert (intent.next_action, intent.target, intent.grasp_region) == (NextAction.PLACE, "mug", "handle")
+    assert intent.destination == "tray"
 
 
 @pytest.mark.parametrize("text", [
