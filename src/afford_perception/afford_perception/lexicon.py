@@ -238,7 +238,6 @@ MARKERS: dict[str, Marker] = {
 }
 MARKER_INDEX: PhraseIndex[Marker] = PhraseIndex(MARKERS.items())
 
-# Words that split a sentence into clauses.
 #: Where on a part a person says to hold it, after the part ("the loop on the side", "the knob
 #: in the middle", "the handle on top"): said of the part already named, not of another thing.
 PART_LOCATIVES: frozenset[str] = frozenset(
@@ -273,6 +272,7 @@ USE_VERBS: dict[str, tuple[str, ...]] = {
 #: Words after a part that name the part again ("the handle end", "the lid part").
 PART_HEADS: frozenset[str] = frozenset({"end", "part", "bit", "area", "section", "portion", "region"})
 
+# Words that split a sentence into clauses.
 CLAUSE_BREAKS: PhraseIndex[str] = PhraseIndex(
     (p, p) for p in (",", "and", "then", "and then", "after that", "afterwards", "finally", "but",
                      "while", "and finally")

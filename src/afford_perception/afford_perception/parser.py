@@ -371,7 +371,7 @@ class _Parser:
                 continue
             if previous == "action" and len(clause) > 3 and clause[0] in _HOLD_VERBS \
                     and clause[1] in ("it", "them") and clause[2] in ("by", "at", "around"):
-                # "hand me the hammer, hold it by the grip": how to hold the thing just named.
+                # "put the mug on the tray, hold it by the handle": how to hold the thing just named.
                 self._fill_slots(actions[-1], ["by", *clause[3:]], continuing=True)
                 continue
             opener = lx.KEEP_CLEAR_INDEX.match(clause, 0)
@@ -922,7 +922,7 @@ class _Parser:
                 # is something it offers; otherwise the words after it are not understood.
                 part = self._part_of(cat, senses, " ".join(content[a:b]), context)
                 offered = CATEGORIES[cat].affordances.get(part, ())
-                if any(a in offered for t in content[b:] for a in lx.USE_VERBS.get(t, ())):
+                if any(use in offered for t in content[b:] for use in lx.USE_VERBS.get(t, ())):
                     return part
             self._check_trailing(content, content, b, " ".join(content[a:b]))
             return self._part_of(cat, senses, " ".join(content[a:b]), context)
