@@ -242,7 +242,7 @@ class PolicyStepper:
         Raises:
             afford_policy.rollout.BadAction: the arm must not move on this action.
         """
-        if measured is not None and (self._resync or now - self._segment[2] > RESYNC_S):
+        if measured is not None and self.resync_due(now):
             self.restart_from(measured, now)
         start = self.setpoint(now + self.lead)
         gated = gate_action(action, self.limits, start, self.period, self.gripper_threshold)
@@ -253,6 +253,11 @@ class PolicyStepper:
             return gated, None
         self._segment = (now + self.lead, start, now + self.lead + self.period, gated.target.copy())
         return gated, (np.array([self.lead, self.lead + self.period]), np.vstack([start, gated.target]))
+
+    def resync_due(self, now: float) -> bool:
+        """Whether a chunk sent at ``now`` with the arm's measurement starts from it (:meth:`send`):
+        after :meth:`resync`, or :data:`RESYNC_S` past the last chunk's end."""
+        return self._resync or now - self._segment[2] > RESYNC_S
 
     def restart_from(self, q: np.ndarray, now: float) -> None:
         """Hold at ``q`` from ``now``."""

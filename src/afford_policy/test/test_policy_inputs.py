@@ -156,3 +156,139 @@ def test_an_unusable_image_ends_the_run_at_once(policy_side: tuple) -> None:
     with pytest.raises(RunEnded, match="unusable image"):
         node._fresh_inputs(SimpleNamespace(is_cancel_requested=False), "at step 2", t0)
     assert time.monotonic() - t0 < 0.5, "waited for an image that will not mend"
+
+
+#: The test arm's speed (rad/s): slower than the policy's rate limit (0.4 x 2.62 rad/s on joint
+#: 1), so it trails its targets as franky-sim does in a simulator slower than real time.
+_SLOW_ARM = 0.3
+_HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+
+
+@pytest.fixture
+def slow_arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[dict[str, Any]]]]:
+    """A real PolicyNode beside a world node that takes its chunks and moves an arm toward the
+    newest one's last target at :data:`_SLOW_ARM`, publishing the cameras and /joint_states;
+    the policy is a script (``load_policy`` gives it): joint 1 to +0.6 rad, held, then +0.9."""
+    from rclpy.executors import MultiThreadedExecutor
+    from sensor_msgs.msg import Image, JointState
+    from trajectory_msgs.msg import JointTrajectory
+
+    from afford_policy.nodes import policy as policy_node
+    from afford_policy.serving import LoadedPolicy
+    from afford_ros import contract
+    from afford_ros.nodes.convert import image_to_msg, stamp_from_ns
+    from afford_ros.qos import qos_profile
+
+    class Script:
+        def __init__(self) -> None:
+            self.k = 0
+
+        def reset(self) -> None:
+            self.k = 0
+
+        def act(self, _obs: Any) -> np.ndarray:
+            # Steps 0-11: joint 1 to +0.6 (reached in 6 steps; then holds, and 0.3 s past the
+            # last chunk's end the next chunk starts from the arm); from step 12 on to +0.9.
+            self.k += 1
+            q = _HOME.copy()
+            q[0] += 0.6 if self.k <= 12 else 0.9
+            return np.append(q, 0.0)
+
+    monkeypatch.setattr(policy_node, "load_policy",
+                        lambda _spec, _seed: LoadedPolicy(Script(), "script", 10, (8, 8), 10.0))
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=_DOMAIN)
+    node = policy_node.PolicyNode(context=context)
+    world = rclpy.create_node("world", context=context)
+    topics = (policy_node.T_FRONT, policy_node.T_WRIST, "/joint_states", "/executor/joint_targets")
+    qos = {t: qos_profile(contract.topic(t).qos) for t in topics}
+    cams = {t: world.create_publisher(Image, t, qos[t]) for t in topics[:2]}
+    joints = world.create_publisher(JointState, "/joint_states", qos["/joint_states"])
+    names = [*contract.arm_joints("fr3"), contract.finger_width_joint("fr3")]
+    lock = threading.Lock()
+    arm = {"q": _HOME.copy(), "goal": _HOME.copy(), "t": time.monotonic()}
+    chunks: list[dict[str, Any]] = []
+
+    def advance() -> None:  # call with the lock held
+        now = time.monotonic()
+        step = _SLOW_ARM * (now - arm["t"])
+        arm["q"] = arm["q"] + np.clip(arm["goal"] - arm["q"], -step, step)
+        arm["t"] = now
+
+    def on_chunk(msg: JointTrajectory) -> None:
+        points = np.array([p.positions[:7] for p in msg.points])
+        times = np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points])
+        with lock:
+            advance()
+            chunks.append({"stamp": msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec,
+                           "times": times, "points": points, "q": arm["q"].copy(),
+                           "moving": bool(np.max(np.abs(arm["goal"] - arm["q"])) > 1e-6)})
+            arm["goal"] = points[-1].copy()
+
+    world.create_subscription(JointTrajectory, "/executor/joint_targets", on_chunk,
+                              qos["/executor/joint_targets"])
+
+    def publish() -> None:
+        with lock:
+            advance()
+            q = arm["q"].copy()
+        image = np.full((8, 8, 3), 5, dtype=np.uint8)
+        for topic, pub in cams.items():
+            pub.publish(image_to_msg(image, "rgb8", topic, stamp_from_ns(time.time_ns())))
+        joints.publish(JointState(name=names, position=[*q, 0.08]))
+
+    world.create_timer(0.01, publish)
+    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor.add_node(node)
+    executor.add_node(world)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    try:
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end:  # until discovery is done and the node has heard them
+            try:
+                node._inputs()
+                break
+            except Exception:  # noqa: BLE001 - not heard yet
+                time.sleep(0.05)
+        else:
+            raise AssertionError("the policy node never heard the inputs")
+        yield node, chunks
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        world.destroy_node()
+        context.try_shutdown()
+        spin.join(timeout=5)
+
+
+def test_a_chunk_from_the_measured_arm_waits_until_the_arm_rests(slow_arm: tuple) -> None:
+    """After a pause (here holds) the next chunk starts from the arm as measured. An arm that
+    trails its targets is still moving then, and moves on between that reading and the
+    executor's check of the chunk: CI's loaded machine refused one so, 0.353 rad from where the
+    running chunk sent the arm. Each chunk either continues the one before (its first point is
+    where that one sends the arm by then) or starts where the arm rests."""
+    from afford_interfaces.action import RunPolicy
+
+    node, chunks = slow_arm
+    goal = SimpleNamespace(
+        request=SimpleNamespace(policy="script", seed=0, max_seconds=4.0, instruction="sweep"),
+        is_cancel_requested=False, publish_feedback=lambda _fb: None)
+    result = RunPolicy.Result(success=False, steps=0)
+    node._run(goal, result)
+    assert result.success, result.message
+    assert len(chunks) >= 8, f"{len(chunks)} chunks: the script moves the arm twice"
+    restarts = 0
+    for before, chunk in zip(chunks, chunks[1:], strict=False):
+        at = chunk["stamp"] + chunk["times"][0]
+        sent = np.array([np.interp(at, before["stamp"] + before["times"], before["points"][:, j])
+                         for j in range(7)])
+        if np.max(np.abs(chunk["points"][0] - sent)) < 2e-3:  # the stamp and the node's clock differ by us
+            continue
+        restarts += 1
+        assert not chunk["moving"], (
+            f"a chunk started from a reading of a moving arm: {chunk['points'][0][0] - _HOME[0]:.3f} rad on "
+            f"joint 1, where the arm was sent {sent[0] - _HOME[0]:.3f}")
+        assert np.max(np.abs(chunk["points"][0] - chunk["q"])) < 1e-3
+    final = chunks[-1]["points"][-1]
+    assert final[0] == pytest.approx(_HOME[0] + 0.9, abs=1e-6), "the second move never ran"

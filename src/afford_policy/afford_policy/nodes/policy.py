@@ -12,7 +12,8 @@ rate):
    for fresh ones, up to ``input_wait_s`` (before the first step, a camera that has not yet
    published since a scene reset; mid-run, a camera or state stream starved on a loaded
    machine), while the arm holds its last target (the stream lapses, and the next chunk starts
-   from where the arm is), and ends with the reason if they stay stale; an operator's stop
+   from where the arm is, once it rests, as after any pause), and ends with the reason if they
+   stay stale; an operator's stop
    (``/afford/stop``, heard here as well as by the executor) ends the run, waiting or not;
 2. asks the policy for an action and gates it (:class:`afford_policy.serving.PolicyStepper`:
    8 finite values or the run ends with the arm unmoved; clipped to the joint limits less the
@@ -364,6 +365,7 @@ class PolicyNode(Node):
         t0 = time.monotonic()
         next_t, said, watched_from = t0, t0, t0
         step = replans = 0
+        settled = False  # the arm was seen at rest since the last chunk went out
         while time.monotonic() - t0 < seconds:
             if goal_handle.is_cancel_requested:
                 raise RunEnded("cancelled")
@@ -390,6 +392,18 @@ class PolicyNode(Node):
                 self.get_logger().warning(f"step {step}: inputs were stale; waited for fresh ones")
                 next_t = time.monotonic()
                 continue
+            if stepper.resync_due(time.monotonic()) and not settled:
+                # This step's chunk would start from the arm as measured: only once it rests.
+                # An arm that trails its targets (a simulator slower than real time, an executor
+                # running the stream behind its stamps) moves on between this reading and the
+                # executor's check of the chunk, which then starts short of where the arm is
+                # and of where it is sent (CI: 0.353 rad, refused). Then fresh inputs.
+                self._settle()
+                stepper.resync()
+                settled = True
+                next_t = time.monotonic()
+                continue
+            settled = False
             obs = stepper.observation(front, wrist, q, width, instruction)
             action = stepper.act(obs)
             now_ns = self.get_clock().now().nanoseconds  # the chunk counts from after the answer
@@ -407,6 +421,7 @@ class PolicyNode(Node):
                 # The stream lapses meanwhile (the executor's report of that is no fault): the
                 # next chunk starts a new one from where the arm is then.
                 stepper.resync()
+                settled = True
                 next_t = time.monotonic()
             elif chunk is not None:  # None: a hold; the executor holds the last target
                 stamp = Time(sec=now_ns // 1_000_000_000, nanosec=now_ns % 1_000_000_000)
