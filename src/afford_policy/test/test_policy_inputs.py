@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
 from typing import Any
 
@@ -25,9 +26,40 @@ rclpy = pytest.importorskip("rclpy")
 _DOMAIN = 90 + os.getpid() % 10  # 90-99: apart from the other node tests' domains
 
 
+@contextmanager
+def _spinning(context: Any, node: Any, world: Any, feed: Callable[[], None] = lambda: None) -> Iterator[None]:
+    """Spin the policy node and the world node until the policy node has heard the inputs
+    (``feed`` publishes them where the world node does not by itself); then the test; then
+    both are torn down with their context."""
+    from rclpy.executors import MultiThreadedExecutor
+
+    executor = MultiThreadedExecutor(num_threads=2, context=context)
+    executor.add_node(node)
+    executor.add_node(world)
+    spin = threading.Thread(target=executor.spin, daemon=True)
+    spin.start()
+    try:
+        end = time.monotonic() + 10.0
+        while time.monotonic() < end:  # until discovery is done and the node has heard them
+            feed()
+            try:
+                node._inputs()
+                break
+            except Exception:  # noqa: BLE001 - not heard yet
+                time.sleep(0.05)
+        else:
+            raise AssertionError("the policy node never heard the inputs")
+        yield
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        world.destroy_node()
+        context.try_shutdown()
+        spin.join(timeout=5)
+
+
 @pytest.fixture
 def policy_side() -> Iterator[tuple[Any, Any]]:
-    from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
     from sensor_msgs.msg import Image, JointState
     from std_msgs.msg import Empty
@@ -53,31 +85,10 @@ def policy_side() -> Iterator[tuple[Any, Any]]:
             pub.publish(image_to_msg(image, encoding, topic, stamp_from_ns(time.time_ns())))
         joints.publish(JointState(name=names, position=[0.0] * 7 + [0.08]))
 
-    executor = MultiThreadedExecutor(num_threads=2, context=context)
-    executor.add_node(node)
-    executor.add_node(world)
-    spin = threading.Thread(target=executor.spin, daemon=True)
-    spin.start()
-    try:
-        end = time.monotonic() + 10.0
-        while time.monotonic() < end:  # until discovery is done and the node has heard them
-            publish(1)
-            try:
-                node._inputs()
-                break
-            except Exception:  # noqa: BLE001 - not heard yet
-                time.sleep(0.05)
-        else:
-            raise AssertionError("the policy node never heard the inputs")
+    with _spinning(context, node, world, lambda: publish(1)):
         stop = world.create_publisher(Empty, "/afford/stop", qos_profile(contract.topic("/afford/stop").qos))
         time.sleep(0.5)  # the stop's subscription matched before a test publishes on it
         yield node, publish, stop
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        world.destroy_node()
-        context.try_shutdown()
-        spin.join(timeout=5)
 
 
 def test_a_run_waits_for_inputs_that_went_silent_and_takes_the_new_ones(policy_side: tuple) -> None:
@@ -169,7 +180,6 @@ def slow_arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[dict[s
     """A real PolicyNode beside a world node that takes its chunks and moves an arm toward the
     newest one's last target at :data:`_SLOW_ARM`, publishing the cameras and /joint_states;
     the policy is a script (``load_policy`` gives it): joint 1 to +0.6 rad, held, then +0.9."""
-    from rclpy.executors import MultiThreadedExecutor
     from sensor_msgs.msg import Image, JointState
     from trajectory_msgs.msg import JointTrajectory
 
@@ -238,28 +248,8 @@ def slow_arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[dict[s
         joints.publish(JointState(name=names, position=[*q, 0.08]))
 
     world.create_timer(0.01, publish)
-    executor = MultiThreadedExecutor(num_threads=2, context=context)
-    executor.add_node(node)
-    executor.add_node(world)
-    spin = threading.Thread(target=executor.spin, daemon=True)
-    spin.start()
-    try:
-        end = time.monotonic() + 10.0
-        while time.monotonic() < end:  # until discovery is done and the node has heard them
-            try:
-                node._inputs()
-                break
-            except Exception:  # noqa: BLE001 - not heard yet
-                time.sleep(0.05)
-        else:
-            raise AssertionError("the policy node never heard the inputs")
+    with _spinning(context, node, world):
         yield node, chunks
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        world.destroy_node()
-        context.try_shutdown()
-        spin.join(timeout=5)
 
 
 def test_a_chunk_from_the_measured_arm_waits_until_the_arm_rests(slow_arm: tuple) -> None:
@@ -267,8 +257,10 @@ def test_a_chunk_from_the_measured_arm_waits_until_the_arm_rests(slow_arm: tuple
     trails its targets is still moving then, and moves on between that reading and the
     executor's check of the chunk: CI's loaded machine refused one so, 0.353 rad from where the
     running chunk sent the arm. Each chunk either continues the one before (its first point is
-    where that one sends the arm by then) or starts where the arm rests."""
+    within the executor's start limit of where that one sends the arm by then) or starts where
+    the arm rests."""
     from afford_interfaces.action import RunPolicy
+    from afford_planner.safety import SafetyConfig
 
     node, chunks = slow_arm
     goal = SimpleNamespace(
@@ -283,7 +275,9 @@ def test_a_chunk_from_the_measured_arm_waits_until_the_arm_rests(slow_arm: tuple
         at = chunk["stamp"] + chunk["times"][0]
         sent = np.array([np.interp(at, before["stamp"] + before["times"], before["points"][:, j])
                          for j in range(7)])
-        if np.max(np.abs(chunk["points"][0] - sent)) < 2e-3:  # the stamp and the node's clock differ by us
+        # Within the executor's start limit: a continuation (its stamp and the node's clock
+        # differ by the time between two reads of them, ms on a busy machine).
+        if np.max(np.abs(chunk["points"][0] - sent)) <= SafetyConfig().max_start_deviation:
             continue
         restarts += 1
         assert not chunk["moving"], (
