@@ -586,11 +586,12 @@ def _add_affordance(sub: argparse._SubParsersAction) -> None:
                          "author's free text, both written by `afford affordance independent`)")
     ev.add_argument("--sources", nargs="+", default=["learned", "geometric", "oracle", "chance"],
                     choices=[*_grounding_sources(),
-                             *(f"{s}_text" for s in _grounding_sources() if s != "learned"), "chance"],
+                             *(f"{s}_text" for s in _grounding_sources()), "chance"],
                     help="sources to score (default: learned geometric oracle chance; chance is the "
                          "floor: a uniform guess among the object's parts and 'nothing here'; a part "
                          "source + _text, e.g. geometric_text, grounds the affordance read from each "
-                         "query's words instead of the one it is labelled with)")
+                         "query's words instead of the one it is labelled with; learned_text: the model "
+                         "as a part source, as the graph uses it)")
     ev.add_argument("--weights", default=None,
                     help="learned model checkpoint (default: $AFFORD_AFFORDANCE_WEIGHTS or the shipped file)")
     ev.add_argument("--without-category", action="store_true",

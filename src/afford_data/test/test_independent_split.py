@@ -141,3 +141,20 @@ def test_a_bad_queries_file_is_refused_before_anything_is_written(
     with pytest.raises(ValueError, match=why):
         generate_independent(tmp_path / "out", TINY, queries=bad)
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_the_learned_model_reading_the_words_grounds_parts_with_the_runs_weights(
+    split_dir: Path, tmp_path: Path,
+) -> None:
+    """`learned_text` is the model as the graph uses it: the affordance read from the words, its
+    parts decoded from the model's regions; its own wordings are read right, and it is built
+    with the run's weights (a missing file is refused, not replaced by the shipped one)."""
+    from afford_perception.affordance.source import WeightsNotFound
+
+    got = evaluate_sources(split_dir, sources=("learned_text",), splits=(INDEPENDENT_SPLIT,))
+    scores = got[INDEPENDENT_SPLIT]["learned_text"]
+    assert scores["reading"]["queries_read_right"] == 1.0
+    assert 0.0 < scores["overall"] < 1.0
+    with pytest.raises(WeightsNotFound):
+        evaluate_sources(split_dir, sources=("learned_text",), splits=(INDEPENDENT_SPLIT,),
+                         weights=tmp_path / "none.pt")

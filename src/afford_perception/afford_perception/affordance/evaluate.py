@@ -14,6 +14,9 @@ whose part offers that affordance.
   rather than its label: the affordance is the one ``affordance.reader`` reads from the text
   (the nearest training wordings vote), so they are scored like for like with ``learned`` on
   free text. ``oracle_text`` is the reading's ceiling (perfect parts, read words).
+  ``learned_text`` is the model used as the spine uses it: the read affordance's parts, each
+  decoded from the model's affordance regions (``LearnedSource``), rather than the query's
+  words handed to the model.
 - ``chance``: the floor under every table. A guess drawn uniformly from the answers a part
   source can give, knowing the object's true parts but not the question: one of the
   category's parts (its labelled points, empty when out of view) or "nothing here". Its score
@@ -288,7 +291,14 @@ def evaluate_sources(
         elif name.endswith(READS_TEXT):
             from afford_perception.affordance.reader import AffordanceReader
 
-            built[name] = (make_source(name.removesuffix(READS_TEXT)), AffordanceReader(embedder))
+            base = name.removesuffix(READS_TEXT)
+            if base == "learned":  # as a part source (the spine's use), with this run's weights
+                from afford_perception.affordance.source import LearnedSource
+
+                parts: GroundingSource = LearnedSource(weights=weights, embedder=embedder)
+            else:
+                parts = make_source(base)
+            built[name] = (parts, AffordanceReader(embedder))
         else:
             built[name] = make_source(name)
     results: dict[str, dict[str, dict[str, Any]]] = {}
