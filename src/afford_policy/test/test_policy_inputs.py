@@ -200,6 +200,8 @@ def slow_arm(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[dict[s
             # Steps 0-11: joint 1 to +0.6 (reached in 6 steps; then holds, and 0.3 s past the
             # last chunk's end the next chunk starts from the arm); from step 12 on to +0.9.
             self.k += 1
+            if self.k == 8:  # a slow answer, begun before the pause and ending past RESYNC_S
+                time.sleep(0.5)
             q = _HOME.copy()
             q[0] += 0.6 if self.k <= 12 else 0.9
             return np.append(q, 0.0)
@@ -258,19 +260,20 @@ def test_a_chunk_from_the_measured_arm_waits_until_the_arm_rests(slow_arm: tuple
     executor's check of the chunk: CI's loaded machine refused one so, 0.353 rad from where the
     running chunk sent the arm. Each chunk either continues the one before (its first point is
     within the executor's start limit of where that one sends the arm by then) or starts where
-    the arm rests."""
+    the arm rests; so does one whose answer took the pause past ``RESYNC_S`` (the script's
+    eighth, 0.5 s)."""
     from afford_interfaces.action import RunPolicy
     from afford_planner.safety import SafetyConfig
+    from afford_policy.nodes.policy import SETTLED_RAD
 
     node, chunks = slow_arm
     goal = SimpleNamespace(
-        request=SimpleNamespace(policy="script", seed=0, max_seconds=4.0, instruction="sweep"),
+        request=SimpleNamespace(policy="script", seed=0, max_seconds=5.0, instruction="sweep"),
         is_cancel_requested=False, publish_feedback=lambda _fb: None)
     result = RunPolicy.Result(success=False, steps=0)
     node._run(goal, result)
     assert result.success, result.message
     assert len(chunks) >= 8, f"{len(chunks)} chunks: the script moves the arm twice"
-    restarts = 0
     for before, chunk in zip(chunks, chunks[1:], strict=False):
         at = chunk["stamp"] + chunk["times"][0]
         sent = np.array([np.interp(at, before["stamp"] + before["times"], before["points"][:, j])
@@ -279,10 +282,14 @@ def test_a_chunk_from_the_measured_arm_waits_until_the_arm_rests(slow_arm: tuple
         # differ by the time between two reads of them, ms on a busy machine).
         if np.max(np.abs(chunk["points"][0] - sent)) <= SafetyConfig().max_start_deviation:
             continue
-        restarts += 1
         assert not chunk["moving"], (
             f"a chunk started from a reading of a moving arm: {chunk['points'][0][0] - _HOME[0]:.3f} rad on "
             f"joint 1, where the arm was sent {sent[0] - _HOME[0]:.3f}")
         assert np.max(np.abs(chunk["points"][0] - chunk["q"])) < 1e-3
     final = chunks[-1]["points"][-1]
     assert final[0] == pytest.approx(_HOME[0] + 0.9, abs=1e-6), "the second move never ran"
+    # The second move came after the pause, so it started from the arm at rest where the first
+    # one had sent it (0.6 rad), not from a reading of the arm still on its way there.
+    second = next(c for c in chunks if c["points"][-1][0] > _HOME[0] + 0.6 + 1e-3)
+    assert not second["moving"], "the move after the pause went out while the arm still moved"
+    assert second["points"][0][0] == pytest.approx(_HOME[0] + 0.6, abs=SETTLED_RAD)

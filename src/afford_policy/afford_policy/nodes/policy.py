@@ -30,8 +30,8 @@ The executor checks every chunk against the joint, velocity and workspace limits
 ``/afford/stop``, and holds the arm when chunks stop coming. Any fault or refusal it reports on
 ``/afford/robot_error`` while the run streams ends the run with that reason (except the lapse a
 gripper command causes, and franky's motion planner failing a small motion from rest, error
--111, after which the stream starts again from where the arm is, at most 3 times a run); so does
-a cancel. The run's result says whether it ran its time out;
+-111, after which the stream starts again from where the arm is once it rests, at most 3 times
+a run); so does a cancel. The run's result says whether it ran its time out;
 whether the task was achieved is judged by the caller (the task server asks the simulator).
 """
 
@@ -40,6 +40,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -89,12 +90,15 @@ _REPLAN_PAUSE_S = 0.7
 ARRIVED_RAD = 0.01
 #: ... or this long (s) past the time it was due.
 ARRIVE_TIMEOUT_S = 1.0
-#: After a gripper command the arm counts as settled once no joint moved more than this (rad)
-#: in SETTLE_WINDOW_S ... (an arm held in contact springs to its target when the hand lets go,
-#: and a chunk started from where it was read then is refused as a jump from where it is)
+#: A chunk that starts from the arm as measured (after a gripper command, a pause, a wait for
+#: inputs) waits until the arm rests: no joint moved more than this (rad) between two readings
+#: SETTLE_WINDOW_S apart ... (an arm held in contact springs to its target when the hand lets
+#: go; an arm that trails its targets catches up; either moves on between the reading and the
+#: executor's check, and the chunk is refused as a jump from where the arm then is)
 SETTLED_RAD = 1e-3
 SETTLE_WINDOW_S = 0.1
-#: ... waiting at most this long (s); an arm still moving then meets the executor's start check.
+#: ... looking this long (s) at a time, with a warning, before the run's checks (stop, cancel,
+#: faults, inputs) and the next look.
 SETTLE_TIMEOUT_S = 1.5
 #: Feedback at most this often (s).
 _FEEDBACK_EVERY_S = 1.0
@@ -365,7 +369,10 @@ class PolicyNode(Node):
         t0 = time.monotonic()
         next_t, said, watched_from = t0, t0, t0
         step = replans = 0
-        settled = False  # the arm was seen at rest since the last chunk went out
+        settled = False  # the arm was seen at rest, and no chunk went out since
+
+        def interrupted() -> bool:
+            return goal_handle.is_cancel_requested or bool(self._fault_since(watched_from))
         while time.monotonic() - t0 < seconds:
             if goal_handle.is_cancel_requested:
                 raise RunEnded("cancelled")
@@ -397,15 +404,21 @@ class PolicyNode(Node):
                 # An arm that trails its targets (a simulator slower than real time, an executor
                 # running the stream behind its stamps) moves on between this reading and the
                 # executor's check of the chunk, which then starts short of where the arm is
-                # and of where it is sent (CI: 0.353 rad, refused). Then fresh inputs.
-                self._settle()
-                stepper.resync()
-                settled = True
+                # and of where it is sent (CI: 0.353 rad, refused). Then fresh inputs (or, still
+                # moving, the checks above and another look).
+                settled = self._settle(interrupted)
                 next_t = time.monotonic()
                 continue
-            settled = False
             obs = stepper.observation(front, wrist, q, width, instruction)
             action = stepper.act(obs)
+            if stepper.resync_due(time.monotonic()) and not settled:
+                # The answer took the pause past RESYNC_S: the same rule, and the action stands
+                # (the chunk starts from a reading of the arm at rest, taken after it).
+                if not self._settle(interrupted):
+                    next_t = time.monotonic()
+                    continue
+                settled = True
+                q, _ = self._joints_now()
             now_ns = self.get_clock().now().nanoseconds  # the chunk counts from after the answer
             try:
                 gated, chunk = stepper.send(action, time.monotonic(), q)
@@ -417,15 +430,15 @@ class PolicyNode(Node):
                 closed = gated.closed
                 self._arrive(stepper.target, stepper.arrives_at)
                 self._grip(closed)
-                self._settle()
                 # The stream lapses meanwhile (the executor's report of that is no fault): the
-                # next chunk starts a new one from where the arm is then.
+                # next chunk starts a new one from where the arm is then, once it rests.
                 stepper.resync()
-                settled = True
+                settled = self._settle(interrupted)
                 next_t = time.monotonic()
             elif chunk is not None:  # None: a hold; the executor holds the last target
                 stamp = Time(sec=now_ns // 1_000_000_000, nanosec=now_ns % 1_000_000_000)
                 self.pub_targets.publish(trajectory_msg(*chunk, stamp, self.robot))
+                settled = False
             step += 1
             result.steps = step
             now = time.monotonic()
@@ -462,19 +475,32 @@ class PolicyNode(Node):
                 return
             time.sleep(0.02)
 
-    def _settle(self) -> None:
-        """Wait until the arm is still (:data:`SETTLED_RAD` over :data:`SETTLE_WINDOW_S`; at
-        most :data:`SETTLE_TIMEOUT_S`)."""
+    def _settle(self, interrupted: Callable[[], bool] = lambda: False) -> bool:
+        """Wait until the arm rests: two readings of ``/joint_states`` received at least
+        :data:`SETTLE_WINDOW_S` apart differ by under :data:`SETTLED_RAD` on every joint (the
+        same message read twice proves nothing: a starved subscription looks still). False, with
+        a warning, when it has not rested within :data:`SETTLE_TIMEOUT_S`, or at once when
+        ``interrupted()`` (a stop, a fault or a cancel: the caller's checks say which)."""
         end = time.monotonic() + SETTLE_TIMEOUT_S
-        before, _ = self._joints_now()
+        with self._lock:
+            before = self._joints
         while time.monotonic() < end:
-            time.sleep(SETTLE_WINDOW_S)
-            q, _ = self._joints_now()
-            if np.max(np.abs(q - before)) < SETTLED_RAD:
-                return
-            before = q
+            time.sleep(SETTLE_WINDOW_S / 2)
+            if interrupted():
+                return False
+            with self._lock:
+                now = self._joints
+            if now is None:
+                continue
+            if before is None or now[0] - before[0] < SETTLE_WINDOW_S:
+                before = before or now
+                continue
+            if np.max(np.abs(now[1] - before[1])) < SETTLED_RAD:
+                return True
+            before = now
         self.get_logger().warning(
-            f"the arm is still moving {SETTLE_TIMEOUT_S:.1f} s after the gripper command")
+            f"the arm is still moving {SETTLE_TIMEOUT_S:.1f} s on: not yet streaming from where it is")
+        return False
 
     def _grip(self, closed: bool) -> None:
         if not self.gripper_client.wait_for_service(timeout_sec=5.0):
