@@ -263,3 +263,12 @@ def test_preafford_run_says_every_decision_and_films_it(
     record = json.loads(capsys.readouterr().out)
     assert record["necessity"].endswith("necessity.json") and record["pushed"] == (record["c2"] < 0.8)
     assert len(record["pushes"]) == sum(f"push {k}:" in out for k in range(1, 4))
+
+
+def test_affordance_eval_takes_every_text_reading_source(tmp_path: Path) -> None:
+    """Each part source reading the words, the learned model too, is a valid --sources choice:
+    the missing data set is what is refused, naming the command that writes it."""
+    proc = _afford("affordance", "eval", "--data", str(tmp_path), "--sources", "learned_text",
+                   "geometric_text", "oracle_text")
+    assert proc.returncode != 0 and "invalid choice" not in proc.stderr, proc.stderr
+    assert "afford affordance data" in proc.stderr, proc.stderr

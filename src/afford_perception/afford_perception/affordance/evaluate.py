@@ -248,7 +248,8 @@ def evaluate_sources(
             a part source's name + ``_text`` (:data:`READS_TEXT`) grounds the affordance read
             from each query's text (``affordance.reader``) instead of its label.
         splits: Split names (default the three held-out ones).
-        weights: Checkpoint for ``learned`` (default: as ``LearnedSource`` resolves it).
+        weights: Checkpoint for ``learned`` and ``learned_text`` (default: as ``LearnedSource``
+            resolves it).
         threshold: Score threshold of every predicted region.
         embedder: ``texts -> (len, 384)`` for the learned model; default the shipped MiniLM.
         tell_category: Tell the learned model each cloud's category, as the part sources are
