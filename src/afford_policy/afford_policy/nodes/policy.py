@@ -475,7 +475,7 @@ class PolicyNode(Node):
                 return
             time.sleep(0.02)
 
-    def _settle(self, interrupted: Callable[[], bool] = lambda: False) -> bool:
+    def _settle(self, interrupted: Callable[[], bool]) -> bool:
         """Wait until the arm rests: two readings of ``/joint_states`` received at least
         :data:`SETTLE_WINDOW_S` apart differ by under :data:`SETTLED_RAD` on every joint (the
         same message read twice proves nothing: a starved subscription looks still). False, with
